@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpulab.kai_hami contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubernetes operations our modules need, over kubernetes.core's client.
+
+Reads are always real; writes honour the client's server-side dry-run flag (check mode), so
+what check mode reports is what the API server would have done.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
+    DynamicApiError,
+    NotFoundError,
+)
+
+FIELD_MANAGER = "gpulab.kai_hami"
+DRY_RUN_ALL = "All"
+
+
+def _plain(obj):
+    if obj is None:
+        return None
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return obj
+
+
+class KubeService:
+    """Typed get/list/apply/patch/delete/log calls on one API client."""
+
+    def __init__(self, k8s_client):
+        self.k8s_client = k8s_client
+        self.dynamic = k8s_client.client
+        self._resources = {}
+
+    @property
+    def dry_run(self):
+        """True in check mode: every write is sent with dryRun=All."""
+        return bool(getattr(self.k8s_client, "dry_run", False))
+
+    def _dry_run_params(self):
+        return {"dry_run": DRY_RUN_ALL} if self.dry_run else {}
+
+    def resource(self, api_version, kind):
+        key = (api_version, kind)
+        if key not in self._resources:
+            self._resources[key] = self.k8s_client.resource(kind, api_version)
+        return self._resources[key]
+
+    def get(self, api_version, kind, name, namespace=None):
+        """The object as a dict, or None when it does not exist."""
+        try:
+            return _plain(self.resource(api_version, kind).get(name=name, namespace=namespace))
+        except NotFoundError:
+            return None
+
+    def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
+        params = {}
+        if namespace:
+            params["namespace"] = namespace
+        if label_selector:
+            params["label_selector"] = label_selector
+        if field_selector:
+            params["field_selector"] = field_selector
+        result = _plain(self.resource(api_version, kind).get(**params))
+        return result.get("items") or []
+
+    def apply(self, definition, field_manager=FIELD_MANAGER):
+        """Server-side apply (taking over fields from other managers, as kubectl --force-conflicts)."""
+        resource = self.resource(definition["apiVersion"], definition["kind"])
+        return _plain(
+            self.dynamic.server_side_apply(
+                resource,
+                body=definition,
+                name=definition["metadata"]["name"],
+                namespace=definition["metadata"].get("namespace"),
+                field_manager=field_manager,
+                force_conflicts=True,
+                **self._dry_run_params()
+            )
+        )
+
+    def merge_patch(self, api_version, kind, name, patch, namespace=None):
+        """A JSON merge patch (RFC 7386): only the given fields change; None deletes a key."""
+        resource = self.resource(api_version, kind)
+        return _plain(
+            self.dynamic.patch(
+                resource,
+                body=patch,
+                name=name,
+                namespace=namespace,
+                content_type="application/merge-patch+json",
+                field_manager=FIELD_MANAGER,
+                **self._dry_run_params()
+            )
+        )
+
+    def delete(self, api_version, kind, name, namespace=None):
+        """Delete; returns False when the object was already gone."""
+        resource = self.resource(api_version, kind)
+        try:
+            resource.delete(name=name, namespace=namespace, **self._dry_run_params())
+        except NotFoundError:
+            return False
+        return True
+
+    def events_for(self, kind, name, namespace):
+        """core/v1 Events about one object, oldest first."""
+        events = self.list(
+            "v1",
+            "Event",
+            namespace=namespace,
+            field_selector="involvedObject.kind=%s,involvedObject.name=%s" % (kind, name),
+        )
+        return sorted(events, key=_event_time)
+
+    def pod_log(self, name, namespace, container=None, tail_lines=None, previous=False):
+        """A container's log text, or None when the API server has none to give."""
+        from kubernetes.client import CoreV1Api
+
+        api = CoreV1Api(self.dynamic.client)
+        kwargs = {"previous": previous}
+        if container:
+            kwargs["container"] = container
+        if tail_lines:
+            kwargs["tail_lines"] = tail_lines
+        try:
+            return api.read_namespaced_pod_log(name, namespace, **kwargs)
+        except Exception:  # pylint: disable=broad-exception-caught
+            # A pod that never started, a node without logs: no evidence, not an error.
+            return None
+
+
+def _event_time(event):
+    return (
+        event.get("lastTimestamp")
+        or event.get("eventTime")
+        or event.get("firstTimestamp")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+        or ""
+    )
+
+
+__all__ = ["DynamicApiError", "FIELD_MANAGER", "KubeService"]

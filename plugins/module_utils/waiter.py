@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpulab.kai_hami contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Polling: wait for a condition, or retry a call while KAI's webhooks settle."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
+    DynamicApiError,
+    api_error_text,
+)
+
+# Errors the queue-validation webhook returns while queue-controller's TLS listener is not
+# up yet (KAI issue/PR 1980; KAI's own e2e retries on these two substrings).
+WEBHOOK_NOT_READY = ("failed calling webhook", "connection refused")
+
+
+def poll(check, timeout, sleep=1.0, clock=time.monotonic, pause=time.sleep):
+    """Call ``check()`` until it returns a truthy value or ``timeout`` seconds pass.
+
+    Returns ``(ok, last_value, elapsed_seconds)``.
+    """
+    start = clock()
+    while True:
+        value = check()
+        elapsed = clock() - start
+        if value:
+            return True, value, elapsed
+        if elapsed >= timeout:
+            return False, value, elapsed
+        pause(min(sleep, max(timeout - elapsed, 0.01)))
+
+
+def is_webhook_not_ready(error):
+    """True when an API error is the 'webhook not serving yet' kind that KAI users retry."""
+    text = api_error_text(error).lower()
+    return any(marker in text for marker in WEBHOOK_NOT_READY)
+
+
+def retry_while_webhook_settles(call, timeout, sleep=5.0, clock=time.monotonic, pause=time.sleep):
+    """Run ``call()``; retry while it fails with a not-ready webhook, up to ``timeout`` s.
+
+    Returns ``(result, retries, waited_seconds)``; re-raises any other error, and the last
+    webhook error once the timeout has passed.
+    """
+    start = clock()
+    retries = 0
+    while True:
+        try:
+            return call(), retries, clock() - start
+        except DynamicApiError as error:
+            if not is_webhook_not_ready(error) or clock() - start >= timeout:
+                raise
+            retries += 1
+            pause(sleep)
