@@ -1,0 +1,41 @@
+"""Unit-test setup: make ``ansible_collections.gpulab.kai_hami`` importable.
+
+`make collections` links this checkout into .cache/collections/ansible_collections/gpulab/kai_hami
+next to kubernetes.core; that directory goes on sys.path.
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+# Where a module would connect if it sent anything: nothing listens on the discard port.
+UNREACHABLE_API = "https://127.0.0.1:9"
+
+
+@pytest.fixture
+def run_module(capsys, monkeypatch):
+    """Run a module's main() with the given args; return its JSON result and exit code."""
+    from ansible.module_utils.testing import patch_module_args
+
+    for key in list(os.environ):
+        if key.startswith("K8S_AUTH_"):
+            monkeypatch.delenv(key)
+
+    def run(main, args):
+        args = dict(args)
+        args.setdefault("host", UNREACHABLE_API)
+        with patch_module_args(args):
+            with pytest.raises(SystemExit) as exit_info:
+                main()
+        out = capsys.readouterr().out
+        return json.loads(out), exit_info.value.code
+
+    return run

@@ -1,0 +1,52 @@
+"""The filters as playbooks use them, through Jinja."""
+
+import pytest
+from ansible.errors import AnsibleError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.gpulab.kai_hami.plugins.filter.kai import FilterModule
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import gpu_fraction
+
+LINE = ("Resource division result for queue <default-queue>: Queue Priority: <100>, GPU: deserved: <0>, "
+        "requested: <{gpu}>, maxAllowed: <Unlimited>, allocated: <{gpu}>, historicalUsage: <0>, fairShare: <{gpu}> "
+        "CPU (cores): deserved: <0>, requested: <0>, maxAllowed: <Unlimited>, allocated: <0>, historicalUsage: <0>, "
+        "fairShare: <0> memory (GB): deserved: <0>, requested: <0>, maxAllowed: <Unlimited>, allocated: <0>, "
+        "historicalUsage: <0>, fairShare: <0> ")
+
+
+def render(expression, **variables):
+    # ansible-core 2.19 renders only trusted templates, as a playbook's own are.
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(expression))
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"kai_gpu_fraction", "kai_memory_limit", "kai_node_memory", "kai_division"}
+
+
+def test_queue_total_with_whole_gpu_pod():
+    total = render("{{ 1 + (20480 | gpulab.kai_hami.kai_gpu_fraction(40960)) }}")
+    assert float(total) == pytest.approx(1.51)
+
+
+def test_limit_chain():
+    assert render("{{ 20480 | gpulab.kai_hami.kai_gpu_fraction(40960) | gpulab.kai_hami.kai_memory_limit(40960) }}") == "20889m"
+
+
+def test_node_memory():
+    assert int(render("{{ '40960' | gpulab.kai_hami.kai_node_memory }}")) == 40900
+
+
+def test_division_for_queue_from_log_lines():
+    expected = 1 + gpu_fraction(20480, 40960)
+    lines = ["unrelated", LINE.format(gpu=1), LINE.format(gpu=expected), LINE.format(gpu=2).replace("<default-queue>", "<default>")]
+    allocated = render("{{ (lines | gpulab.kai_hami.kai_division('default-queue')).gpu.allocated }}", lines=lines)
+    assert float(allocated) == pytest.approx(expected)
+    parsed = render("{{ text | gpulab.kai_hami.kai_division }}", text="\n".join(lines))
+    assert [p["queue"] for p in parsed] == ["default-queue", "default-queue", "default"]
+    assert render("{{ lines | gpulab.kai_hami.kai_division('missing') }}", lines=lines) is None
+
+
+def test_bad_fraction_input_is_a_filter_error():
+    with pytest.raises(AnsibleError, match="looks like GiB"):
+        render("{{ 20480 | gpulab.kai_hami.kai_gpu_fraction(40) }}")

@@ -1,0 +1,81 @@
+"""Every bad input the issue lists: a clear message naming the field, nothing sent.
+
+The modules are pointed at https://127.0.0.1:9, where nothing listens: a module that sent a
+request before failing would report a connection error instead of the validation message.
+"""
+
+import pytest
+
+from ansible_collections.gpulab.kai_hami.plugins.modules import gpu_node_label, kai_queue, reservation_probe
+
+
+def assert_clear_failure(result, code, *fragments):
+    assert code == 1, result
+    assert result.get("failed") is True
+    for fragment in fragments:
+        assert fragment in result["msg"], result["msg"]
+    for sign_of_a_request in ("Max retries", "Connection refused", "HTTPSConnection", "API error"):
+        assert sign_of_a_request not in result["msg"]
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (dict(name="q", resources=dict(gpu=dict(limit=-2))), ["resources.gpu.limit", "-1 (unlimited) or >= 0"]),
+        (dict(name="q", resources=dict(gpu=dict(quota=3, limit=2))), ["resources.gpu.quota (3)", "limit (2)"]),
+        (dict(name="q", resources=dict(cpu=dict(over_quota_weight=-0.5))), ["resources.cpu.over_quota_weight", ">= 0"]),
+        (dict(name="Team_A"), ["name 'Team_A'", "DNS-1123 subdomain"]),
+        (dict(name="q", parent_queue="q"), ["parent_queue", "not the queue itself"]),
+        (dict(queues=[dict(name="a", parent_queue="b"), dict(name="b", parent_queue="a")]), ["parent cycle"]),
+        (dict(queues=[dict(name="a"), dict(name="b", resources=dict(gpu=dict(limit=-5)))]), ["queues[1].resources.gpu.limit"]),
+        (dict(name="q", resources=dict(tpu=dict(quota=1))), ["tpu", "cpu, gpu, memory"]),
+        (dict(name="q", queues=[dict(name="a")]), ["mutually exclusive", "name", "queues"]),
+        (dict(state="present"), ["one of the following is required", "name", "queues"]),
+        (dict(name="q", state="gone"), ["state", "present, absent"]),
+        (dict(name="q", webhook_retry_timeout=-1), ["webhook_retry_timeout must be >= 0"]),
+    ],
+)
+def test_kai_queue_bad_input(run_module, args, fragments):
+    result, code = run_module(kai_queue.main, args)
+    assert_clear_failure(result, code, *fragments)
+
+
+def test_kai_queue_missing_parent_in_list_is_found_before_any_write(run_module):
+    # The parent is neither listed nor can exist in an unreachable cluster: the module must
+    # fail reading the cluster (a read, never a write).
+    result, code = run_module(kai_queue.main, dict(queues=[dict(name="child", parent_queue="nowhere")]))
+    assert code == 1 and result["failed"]
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (dict(nodes=["n"], memory_mib=40), ["memory_mib", "at least 100", "looks like GiB"]),
+        (dict(nodes=["n"], memory_mib=40960, count=0), ["count must be a positive number"]),
+        (dict(nodes=["n"], label_selector="a=b", memory_mib=40960), ["mutually exclusive", "nodes", "label_selector"]),
+        (dict(nodes=[], memory_mib=40960), ["nodes must list at least one node"]),
+        (dict(nodes=["n"], memory_mib=40960, product="(((  )))"), ["product", "empty label value"]),
+        (dict(nodes=["n"], memory_mib=40960, product="X" * 80), ["product", "at most 63"]),
+        (dict(nodes=["n"]), ["memory_mib is required"]),
+        (dict(nodes=["n"], memory_mib=40960, state="on"), ["state", "present, absent"]),
+        (dict(nodes=["n"], memory_mib=40960, parallel=0), ["parallel must be >= 1"]),
+    ],
+)
+def test_gpu_node_label_bad_input(run_module, args, fragments):
+    result, code = run_module(gpu_node_label.main, args)
+    assert_clear_failure(result, code, *fragments)
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (dict(name="p", wait_timeout=0), ["wait_timeout must be a positive number"]),
+        (dict(name="p", wait_timeout=-10, expect="nvml_unavailable"), ["wait_timeout must be a positive number"]),
+        (dict(name="p", expect="crashed"), ["expect", "reserved, nvml_unavailable, reservation_timeout, pending, not_shared"]),
+        (dict(name="p", log_lines=0), ["log_lines must be a positive number"]),
+        (dict(namespace="default"), ["missing required arguments: name"]),
+    ],
+)
+def test_reservation_probe_bad_input(run_module, args, fragments):
+    result, code = run_module(reservation_probe.main, args)
+    assert_clear_failure(result, code, *fragments)
