@@ -11,6 +11,10 @@ CACHE := $(CURDIR)/.cache
 COLLECTIONS := $(CACHE)/collections
 K8S_CORE := $(COLLECTIONS)/ansible_collections/kubernetes/core
 SELF_LINK := $(COLLECTIONS)/ansible_collections/gpulab/kai_hami
+SIM_BIN := roles/sim_cluster/files/sim-bin
+# Binaries of the sim platform, built from Go modules, in a directory keyed by their versions.
+export SIM_BIN_ROOT := $(CACHE)/sim-bin
+export SIM_BIN_DIR := $(shell SIM_BIN_ROOT=$(SIM_BIN_ROOT) $(SIM_BIN)/build.sh --print-bin-dir)
 TEST_ROOT := $(CACHE)/ansible-test/ansible_collections
 TEST_TREE := $(TEST_ROOT)/gpulab/kai_hami
 # ansible-test installs its own pinned sanity tools; they get a venv of their own.
@@ -22,12 +26,12 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 
-.PHONY: help test venv collections sanity lint changelog-lint units requirements clean clean-cache
+.PHONY: help test venv collections sim-bin sanity lint changelog-lint units integration pytest bench requirements clean clean-cache
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-test: sanity lint changelog-lint units ## Everything: sanity, lint, changelog lint, then pytest (last line is pytest's)
+test: sanity lint changelog-lint sim-bin pytest ## Everything: sanity, lint, changelog lint, then unit + sim integration tests (last line is pytest's)
 
 venv: $(VENV)/.installed ## Python venv with the pinned, hash-checked tools
 $(VENV)/.installed: requirements/test.txt
@@ -71,8 +75,20 @@ lint: collections ## ansible-lint, production profile, offline
 changelog-lint: venv ## antsibull-changelog lint of the fragments
 	antsibull-changelog lint
 
-units: collections ## pytest unit tests
+sim-bin: ## Build the sim platform's binaries from Go modules (warm: seconds)
+	$(SIM_BIN)/build.sh
+
+pytest: collections sim-bin ## Unit tests, then integration tests against a sim cluster
+	pytest
+
+units: collections ## Unit tests only (no cluster)
 	pytest tests/unit
+
+integration: collections sim-bin ## Integration tests against a sim cluster only
+	pytest tests/integration
+
+bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8s loop (prints figures and ratios)
+	python tools/bench.py
 
 requirements: ## Re-pin requirements/test.txt (with hashes) from requirements/test.in
 	$(BIN)/pip install --quiet pip-tools
@@ -84,5 +100,5 @@ requirements: ## Re-pin requirements/test.txt (with hashes) from requirements/te
 clean: ## Remove test outputs
 	rm -rf $(CACHE)/ansible-test tests/output .pytest_cache
 
-clean-cache: clean ## Remove every cache (venv, wheels, collections, built binaries)
+clean-cache: clean ## Remove every cache in the checkout (venv, wheels, collections, built binaries)
 	rm -rf $(VENV) $(CACHE)
