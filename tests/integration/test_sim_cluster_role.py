@@ -1,0 +1,74 @@
+"""The sim_cluster role refuses bad input before it starts anything."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import run_playbook
+
+
+@pytest.mark.parametrize(
+    "variables, message",
+    [
+        (dict(sim_cluster_profile="h200"), "sim_cluster_profile must be one of a100 (got h200)"),
+        (dict(sim_cluster_extra_gpu_nodes=-1), "sim_cluster_extra_gpu_nodes >= 0 (got -1)"),
+        (dict(sim_cluster_profiles=dict(a100=dict(product="x", memory_mib=40960, count=0, cpu="1", memory="1Gi", pods="10"))),
+         "its count must be >= 1"),
+        (dict(sim_cluster_kubeconfig="/nonexistent-dir/kubeconfig"), "directory /nonexistent-dir does not exist"),
+        (dict(sim_cluster_state="paused"), "sim_cluster_state"),
+    ],
+)
+def test_bad_input_fails_before_anything_starts(tmp_path, variables, message):
+    workdir = str(tmp_path / "sim")
+    done = run_playbook(dict(dict(sim_cluster_name="bad", sim_cluster_workdir=workdir,
+                                  sim_cluster_kubeconfig=str(tmp_path / "kubeconfig")), **variables))
+    assert done.returncode != 0
+    assert message in done.stdout, done.stdout[-3000:]
+    assert not os.path.exists(workdir), "the role created its work dir before refusing the input"
+
+
+def cluster_pids(workdir, name):
+    pid_dir = os.path.join(workdir, "kwok", "clusters", name, "pids")
+    pids = []
+    for entry in sorted(os.listdir(pid_dir)):
+        with open(os.path.join(pid_dir, entry)) as handle:
+            pids.append(int(handle.read().strip()))
+    return pids
+
+
+def listeners_of(pids):
+    """``[(local address, pid)]`` of the TCP listeners those processes hold (from ss)."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        for pid in pids:
+            if "pid=%d," % pid in line:
+                found.append((line.split()[3], pid))
+    return found
+
+
+def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
+    workdir = str(tmp_path / "sim")
+    variables = dict(sim_cluster_name="lifecycle", sim_cluster_workdir=workdir,
+                     sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"),
+                     sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""))
+    up = run_playbook(variables)
+    try:
+        assert up.returncode == 0, up.stdout[-3000:]
+        pids = cluster_pids(workdir, "lifecycle")
+        listening = listeners_of(pids)
+        print("listeners of the sim cluster: %s" % listening)
+        assert len(listening) >= 4  # etcd (2), kube-apiserver, kube-controller-manager, kwok
+        assert all(address.startswith("127.0.0.1:") for address, pid in listening), listening
+
+        again = run_playbook(variables)
+        assert again.returncode == 0
+        assert re.search(r"localhost\s*:.*changed=0\s", again.stdout), again.stdout[-1500:]
+    finally:
+        down = run_playbook(variables, dict(sim_cluster_state="absent"))
+    assert down.returncode == 0, down.stdout[-3000:]
+    assert not any(os.path.exists("/proc/%d" % pid) for pid in pids)
+    assert listeners_of(pids) == []
+    assert not os.path.exists(workdir)
