@@ -24,15 +24,16 @@ description:
   - Nothing is sent to the cluster before every input has been validated.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Patches are sent as server-side dry-runs.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the GPU labels of each changed node before and after.
+  platform:
+    platforms: posix
 options:
   nodes:
     description:

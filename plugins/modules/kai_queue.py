@@ -27,15 +27,16 @@ description:
   - Nothing is sent to the cluster before every input has been validated.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Writes are sent as server-side dry-runs, so the API server and its webhooks validate them.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Shows the C(spec) of each queue before and after.
+  platform:
+    platforms: posix
 options:
   name:
     description:

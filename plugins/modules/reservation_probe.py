@@ -29,14 +29,15 @@ description:
     O(reservation_namespace) is read.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The module only reads.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
+  platform:
+    platforms: posix
 options:
   name:
     description: Name of the shared-GPU pod.
