@@ -25,9 +25,9 @@ EXTRA_NODES = int(os.environ.get("SIM_EXTRA_NODES", "500"))
 BIN = os.path.dirname(sys.executable)
 
 
-def run_playbook(*extra_vars, playbook=PLAYBOOK):
+def run_playbook(*extra_vars, playbook=PLAYBOOK, options=()):
     """ansible-playbook PLAYBOOK (default: the sim_cluster role) with the given extra vars."""
-    command = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, playbook]
+    command = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, playbook] + list(options)
     for item in extra_vars:
         command += ["-e", json.dumps(item)]
     return subprocess.run(command, capture_output=True, text=True, check=False)
