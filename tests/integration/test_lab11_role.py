@@ -1,0 +1,122 @@
+"""The lab11 role's workloads, claims and report on the sim, as far as it goes without KAI.
+
+KAI and the isolator do not run on the sim yet (their Go modules are not served here), so the
+report must say exactly that: C1 holds (the node advertises the profile's GPUs), C2-C8 fail,
+each with the evidence that decided it, and the play fails. Once KAI runs on the sim, this
+test's expectations flip to all eight holding.
+"""
+
+import json
+import os
+import re
+from xml.etree import ElementTree
+
+import pytest
+from kubernetes.dynamic.exceptions import NotFoundError
+
+from conftest import run_playbook
+
+PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "lab11.yml")
+PODS = ("kai-whole-gpu", "gpu-sharing-with-isolation", "lab11-missing-queue-probe")
+
+
+@pytest.fixture
+def runtime_class(kube):
+    """RuntimeClass nvidia, as the kai_scheduler role creates it (Step 6's pod names it)."""
+    api = kube.resources.get(api_version="node.k8s.io/v1", kind="RuntimeClass")
+    api.create(body={"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "runc"})
+    yield
+    api.delete(name="nvidia")
+
+
+@pytest.fixture
+def lab_pods(kube):
+    yield
+    api = kube.resources.get(api_version="v1", kind="Pod")
+    for name in PODS:
+        try:
+            api.delete(name=name, namespace="default", body={"gracePeriodSeconds": 0})
+        except NotFoundError:
+            pass
+
+
+def pods_present(kube):
+    api = kube.resources.get(api_version="v1", kind="Pod")
+    return [p["metadata"]["name"] for p in api.get(namespace="default").to_dict()["items"] if p["metadata"]["name"] in PODS]
+
+
+def test_report_says_what_holds_without_kai(kube, sim_cluster, runtime_class, lab_pods, tmp_path):
+    node = kube.resources.get(api_version="v1", kind="Node").get(name=sim_cluster["gpu_node"]).to_dict()
+    gpus = int(node["status"]["allocatable"]["nvidia.com/gpu"])
+    report_dir = tmp_path / "report"
+    variables = dict(lab11_report_dir=str(report_dir), lab11_wait_timeout=5, lab11_gpu_count=gpus, lab11_node_name=sim_cluster["gpu_node"])
+
+    done = run_playbook(variables, playbook=PLAYBOOK)
+    assert done.returncode != 0
+    assert "claims that do not hold: C2, C3, C4, C5, C6, C7, C8" in done.stdout, done.stdout[-4000:]
+    assert sorted(pods_present(kube)) == sorted(PODS)
+
+    report = json.loads((report_dir / "claims.json").read_text())
+    assert report["ok"] is False
+    claims = {c["id"]: c for c in report["claims"]}
+    assert list(claims) == ["C%d" % i for i in range(1, 9)]
+    assert claims["C1"]["ok"] is True and claims["C1"]["verdict"] == "holds"
+    assert claims["C1"]["evidence"] == ["node %s allocatable nvidia.com/gpu: %d (expected %d)" % (sim_cluster["gpu_node"], gpus, gpus)]
+    assert all(claims[c]["verdict"] == "fails" and claims[c]["evidence"] for c in claims if c != "C1")
+    assert "missing or not available: admission, binder, kai-operator" in claims["C2"]["evidence"][1]
+    assert "no QueueDoesNotExist event" in claims["C3"]["evidence"][1]
+    # the dry-run pod was accepted by the API server, just not mutated (no isolator on the sim)
+    assert claims["C4"]["evidence"][1].startswith("dry-run pod volumes:") and "kai-resource-isolator-vgpu" not in claims["C4"]["evidence"][1]
+    assert "has no nvidia.com/gpu.memory label" in claims["C6"]["evidence"][0]
+    assert claims["C8"]["evidence"][0].startswith("verdict: pending (expected nvml_unavailable)")
+
+    assert all("\n" not in line for c in claims.values() for line in c["evidence"])
+    table = (report_dir / "report.md").read_text().splitlines()
+    assert table[2] == "| Claim | Evidence | Verdict |"
+    assert len([line for line in table if re.match(r"^\| C[1-8] ", line)]) == 8
+    suite = ElementTree.parse(str(report_dir / "junit.xml")).getroot()
+    assert (suite.get("tests"), suite.get("failures")) == ("8", "7")
+
+    # the workloads are idempotent, and the report can be asked for without failing the play
+    again = run_playbook(dict(variables, lab11_fail_on_claims=False), playbook=PLAYBOOK, options=["--tags", "workloads"])
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-2000:]
+    verify = run_playbook(dict(variables, lab11_fail_on_claims=False), playbook=PLAYBOOK, options=["--tags", "verify"])
+    assert verify.returncode == 0, verify.stdout[-2000:]
+
+
+@pytest.mark.parametrize(
+    "variables, message",
+    [
+        (dict(lab11_gpu_memory_mib=None), "argument 'lab11_gpu_memory_mib' is of type NoneType"),
+        (dict(lab11_gpu_memory_mib=40), "lab11_gpu_memory_mib must be the per-GPU memory in MiB, >= 100 (got 40)"),
+        (dict(lab11_report_dir="{tmp}/a-file"), "lab11_report_dir {tmp}/a-file cannot be written"),
+        (dict(lab11_report_dir="{tmp}/missing/report"), "lab11_report_dir {tmp}/missing/report cannot be written"),
+        (dict(lab11_queue="default"), "lab11_queue default is not a leaf queue"),
+        (dict(lab11_expected_boundary="running"), "lab11_expected_boundary"),
+    ],
+)
+def test_bad_input_fails_before_anything_is_created(kube, sim_cluster, lab_pods, tmp_path, variables, message):
+    (tmp_path / "a-file").write_text("not a directory")
+    variables = dict((k, v.format(tmp=tmp_path) if isinstance(v, str) else v) for k, v in variables.items())
+    done = run_playbook(dict(dict(lab11_report_dir=str(tmp_path / "r")), **variables), playbook=PLAYBOOK)
+    message = message.format(tmp=tmp_path)
+    assert done.returncode != 0
+    assert message in done.stdout, done.stdout[-3000:]
+    assert pods_present(kube) == []
+
+
+def test_queue_with_children_in_the_cluster_is_refused(kube, sim_cluster, lab_pods, tmp_path):
+    queues = kube.resources.get(api_version="scheduling.run.ai/v2", kind="Queue")
+    for name, parent in (("lab11-team", None), ("lab11-team-a", "lab11-team")):
+        spec = {"resources": {r: {"quota": 0, "limit": -1, "overQuotaWeight": 1} for r in ("cpu", "gpu", "memory")}}
+        if parent:
+            spec["parentQueue"] = parent
+        queues.create(body={"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": name}, "spec": spec})
+    try:
+        done = run_playbook(dict(lab11_report_dir=str(tmp_path / "r"), lab11_queue="lab11-team"), playbook=PLAYBOOK)
+        assert done.returncode != 0
+        assert "lab11_queue lab11-team is not a leaf queue: queues ['lab11-team-a'] name it as their parent" in done.stdout, done.stdout[-3000:]
+        assert pods_present(kube) == []
+    finally:
+        queues.delete(name="lab11-team-a")
+        queues.delete(name="lab11-team")
