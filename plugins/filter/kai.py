@@ -14,6 +14,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import (
     KaiMathError,
     gpu_fraction,
     hamicore_memory_limit,
+    last_division,
     node_gpu_memory_mib,
     parse_division_line,
 )
@@ -54,13 +55,11 @@ def kai_node_memory(node_memory_label):
 def kai_division(text_or_lines, queue=None):
     """Parsed 'Resource division result for queue' lines: all of them, or the last for queue."""
     try:
-        parsed = [p for p in (parse_division_line(line) for line in _lines(text_or_lines)) if p]
+        if queue is not None:
+            return last_division(_lines(text_or_lines), queue)
+        return [p for p in (parse_division_line(line) for line in _lines(text_or_lines)) if p]
     except KaiMathError as error:
         raise AnsibleFilterError("kai_division: %s" % error)
-    if queue is None:
-        return parsed
-    matching = [p for p in parsed if p["queue"] == queue]
-    return matching[-1] if matching else None
 
 
 class FilterModule(object):

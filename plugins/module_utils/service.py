@@ -11,10 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
-    DynamicApiError,
-    NotFoundError,
-)
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import NotFoundError
 
 FIELD_MANAGER = "gpulab.kai_hami"
 DRY_RUN_ALL = "All"
@@ -144,4 +141,4 @@ def _event_time(event):
     )
 
 
-__all__ = ["DynamicApiError", "FIELD_MANAGER", "KubeService"]
+__all__ = ["FIELD_MANAGER", "KubeService"]
