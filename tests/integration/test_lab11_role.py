@@ -66,7 +66,7 @@ def test_report_says_what_holds_without_kai(kube, sim_cluster, runtime_class, la
     assert "missing or not available: admission, binder, kai-operator" in claims["C2"]["evidence"][1]
     assert "no QueueDoesNotExist event" in claims["C3"]["evidence"][1]
     # the dry-run pod was accepted by the API server, just not mutated (no isolator on the sim)
-    assert claims["C4"]["evidence"][1].startswith("dry-run pod volumes:") and "kai-resource-isolator-vgpu" not in claims["C4"]["evidence"][1]
+    assert claims["C4"]["evidence"][1] == "isolator volumes in the dry-run pod: none"
     assert "has no nvidia.com/gpu.memory label" in claims["C6"]["evidence"][0]
     assert claims["C8"]["evidence"][0].startswith("verdict: pending (expected nvml_unavailable)")
 
