@@ -25,12 +25,32 @@ EXTRA_NODES = int(os.environ.get("SIM_EXTRA_NODES", "500"))
 BIN = os.path.dirname(sys.executable)
 
 
-def run_playbook(*extra_vars, playbook=PLAYBOOK, options=()):
+def run_playbook(*extra_vars, playbook=PLAYBOOK, options=(), env=None):
     """ansible-playbook PLAYBOOK (default: the sim_cluster role) with the given extra vars."""
     command = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, playbook] + list(options)
     for item in extra_vars:
         command += ["-e", json.dumps(item)]
-    return subprocess.run(command, capture_output=True, text=True, check=False)
+    return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+
+
+def cluster_pids(workdir, name):
+    pid_dir = os.path.join(workdir, "kwok", "clusters", name, "pids")
+    pids = []
+    for entry in sorted(os.listdir(pid_dir)):
+        with open(os.path.join(pid_dir, entry)) as handle:
+            pids.append(int(handle.read().strip()))
+    return pids
+
+
+def listeners_of(pids):
+    """``[(local address, pid)]`` of the TCP listeners those processes hold (from ss)."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        for pid in pids:
+            if "pid=%d," % pid in line:
+                found.append((line.split()[3], pid))
+    return found
 
 
 @pytest.fixture(scope="session")

@@ -2,11 +2,10 @@
 
 import os
 import re
-import subprocess
 
 import pytest
 
-from conftest import run_playbook
+from conftest import cluster_pids, listeners_of, run_playbook
 
 
 @pytest.mark.parametrize(
@@ -27,26 +26,6 @@ def test_bad_input_fails_before_anything_starts(tmp_path, variables, message):
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(workdir), "the role created its work dir before refusing the input"
-
-
-def cluster_pids(workdir, name):
-    pid_dir = os.path.join(workdir, "kwok", "clusters", name, "pids")
-    pids = []
-    for entry in sorted(os.listdir(pid_dir)):
-        with open(os.path.join(pid_dir, entry)) as handle:
-            pids.append(int(handle.read().strip()))
-    return pids
-
-
-def listeners_of(pids):
-    """``[(local address, pid)]`` of the TCP listeners those processes hold (from ss)."""
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
-    found = []
-    for line in out.splitlines():
-        for pid in pids:
-            if "pid=%d," % pid in line:
-                found.append((line.split()[3], pid))
-    return found
 
 
 def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
