@@ -26,12 +26,21 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 
-.PHONY: help test venv collections sim-bin sanity lint changelog-lint units integration pytest bench requirements clean clean-cache
+.PHONY: help test lab lab-clean molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
 test: sanity lint changelog-lint sim-bin pytest ## Everything: sanity, lint, changelog lint, then unit + sim integration tests (last line is pytest's)
+
+lab: collections ## Bring Lab 11 up and prove its claims: ansible-playbook playbooks/lab11.yml (auto platform; LAB_ARGS='-e ...')
+	ansible-playbook playbooks/lab11.yml $(LAB_ARGS)
+
+lab-clean: collections ## Remove what `make lab` created: ansible-playbook playbooks/cleanup.yml
+	ansible-playbook playbooks/cleanup.yml $(LAB_ARGS)
+
+molecule-sim: collections sim-bin ## molecule test -s sim alone (make test runs it through pytest)
+	molecule test -s sim
 
 venv: $(VENV)/.installed ## Python venv with the pinned, hash-checked tools
 $(VENV)/.installed: requirements/test.txt
