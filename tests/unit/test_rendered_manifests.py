@@ -1,0 +1,131 @@
+"""Every role's templates, rendered with the role's defaults, checked without a cluster.
+
+Kubernetes objects are validated strictly against the Kubernetes 1.35 OpenAPI schemas
+(kubernetes-validate); the Helm values files against the facts of the charts they feed (the kind
+path cannot install a chart here). The render is one ansible-playbook run, so the templates are
+rendered by Ansible itself, as the roles render them.
+"""
+
+import copy
+import os
+import subprocess
+import sys
+
+import kubernetes_validate
+import pytest
+import yaml
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+KUBERNETES_VERSION = "1.35.0"
+# Objects of these API groups are not Kubernetes API objects (kwokctl's and kind's configs).
+NOT_KUBERNETES = ("config.kwok.x-k8s.io/", "kind.x-k8s.io/")
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("render")
+    playbook = os.path.join(HERE, "playbooks", "render.yml")
+    done = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), playbook, "-e", "render_dir=%s" % out],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    files = {}
+    for role in sorted(os.listdir(out)):
+        for name in sorted(os.listdir(out / role)):
+            with open(out / role / name) as handle:
+                files["%s/%s" % (role, name)] = [d for d in yaml.safe_load_all(handle) if d is not None]
+    return files
+
+
+def defaults(role):
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as handle:
+        return yaml.safe_load(handle)
+
+
+def kubernetes_objects(rendered):
+    return [
+        (path, doc) for path, docs in rendered.items() for doc in docs
+        if "apiVersion" in doc and not doc["apiVersion"].startswith(NOT_KUBERNETES)
+    ]
+
+
+def test_every_template_was_rendered(rendered):
+    templates = {
+        "%s/%s" % (role, name[:-3])
+        for role in os.listdir(os.path.join(ROOT, "roles"))
+        if os.path.isdir(os.path.join(ROOT, "roles", role, "templates"))
+        for name in os.listdir(os.path.join(ROOT, "roles", role, "templates"))
+        if name.endswith(".yaml.j2")
+    }
+    assert set(rendered) == templates
+
+
+def test_kubernetes_objects_are_valid_for_1_35(rendered):
+    objects = kubernetes_objects(rendered)
+    kinds = sorted({doc["kind"] for path, doc in objects})
+    assert kinds == ["DaemonSet", "Node", "Pod", "RuntimeClass"]
+    for path, doc in objects:
+        try:
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as error:
+            pytest.fail("%s %s/%s: %s" % (path, doc["kind"], doc["metadata"].get("name"), error))
+
+
+def test_the_validation_rejects_a_broken_object(rendered):
+    """The check above can fail: a DaemonSet with a misspelled field is rejected."""
+    daemonset = copy.deepcopy(rendered["device_plugin/daemonset.yaml"][0])
+    daemonset["spec"]["template"]["spec"]["containerz"] = daemonset["spec"]["template"]["spec"].pop("containers")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(daemonset, KUBERNETES_VERSION, strict=True)
+
+
+def test_lab_workloads_are_the_labs_three_pods(rendered):
+    lab = defaults("lab11")
+    pods = {doc["metadata"]["name"]: doc for doc in rendered["lab11/workloads.yaml"]}
+    assert sorted(pods) == sorted([lab["lab11_whole_gpu_pod"], lab["lab11_shared_pod"], lab["lab11_probe_pod"]])
+    shared = pods[lab["lab11_shared_pod"]]
+    # the annotation must be a string: the API server rejects a number (ansible-core 2.19 renders one)
+    assert shared["metadata"]["annotations"]["gpu-memory"] == str(lab["lab11_shared_request_mib"])
+    assert all(p["spec"]["schedulerName"] == "kai-scheduler" for p in pods.values())
+    assert pods[lab["lab11_probe_pod"]]["metadata"]["labels"]["kai.scheduler/queue"] == lab["lab11_missing_queue"]
+
+
+def test_kind_config_pins_the_node_image_by_digest(rendered):
+    (config,) = rendered["kind_cluster/kind-config.yaml"]
+    assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4" and config["kind"] == "Cluster"
+    images = [node["image"] for node in config["nodes"]]
+    assert images == [defaults("kind_cluster")["kind_cluster_node_image"]]
+    assert "@sha256:" in images[0] and len(images[0].split("@sha256:")[1]) == 64
+
+
+def test_nvml_mock_values_pin_the_image_and_profile(rendered):
+    (values,) = rendered["nvml_mock/values.yaml"]
+    role = defaults("nvml_mock")
+    assert values["image"] == {"repository": role["nvml_mock_image_repository"], "tag": str(role["nvml_mock_image_tag"]), "pullPolicy": "IfNotPresent"}
+    assert values["image"]["tag"] != "latest"
+    # count "" means the profile's own device list (8 for a100); the chart's schema allows "" or 1-64
+    assert values["gpu"] == {"profile": role["nvml_mock_profile"], "count": ""}
+
+
+def test_kai_values_turn_on_gpu_sharing_and_hamicore(rendered):
+    (values,) = rendered["kai_scheduler/values.yaml"]
+    assert values == {"global": {"gpuSharing": True}, "binder": {"plugins": {"hamicore": {"enabled": True}}}}
+
+
+def test_isolator_values_pin_the_image_and_keep_the_vgpu_path(rendered):
+    (values,) = rendered["kai_resource_isolator/values.yaml"]
+    role = defaults("kai_resource_isolator")
+    assert values["image"] == {"tag": role["kai_resource_isolator_image_tag"]} and values["image"]["tag"] != "latest"
+    # chart 1.1.0-chart is released with image v1.1.0 (its release job writes the tag)
+    assert values["image"]["tag"] == "v" + role["kai_resource_isolator_chart_version"][: -len("-chart")]
+    assert values["monitor"] == {"enabled": True}
+    assert values["paths"] == {"containerVgpuMount": "/usr/local/vgpu"}
+
+
+def test_isolator_probe_pod_triggers_the_webhook_and_the_runtime_class_maps_nvidia(rendered):
+    (probe,) = rendered["kai_resource_isolator/probe-pod.yaml"]
+    assert set(probe["metadata"]["annotations"]) & {"gpu-fraction", "gpu-memory"}
+    (runtime_class,) = rendered["kai_resource_isolator/runtimeclass.yaml"]
+    assert (runtime_class["metadata"]["name"], runtime_class["handler"]) == ("nvidia", "runc")

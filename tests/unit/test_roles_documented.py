@@ -1,0 +1,47 @@
+"""Each role documents every variable it takes: defaults, argument specs and README agree."""
+
+import os
+import re
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ROLES = sorted(r for r in os.listdir(os.path.join(ROOT, "roles")) if os.path.isdir(os.path.join(ROOT, "roles", r, "tasks")))
+
+
+def load(role, *parts):
+    path = os.path.join(ROOT, "roles", role, *parts)
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return handle.read() if path.endswith(".md") else yaml.safe_load(handle)
+
+
+def test_the_collection_has_the_roles_of_the_design():
+    assert ROLES == ["device_plugin", "helm_binary", "kai_resource_isolator", "kai_scheduler", "kind_cluster", "lab11", "nvml_mock", "sim_cluster"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_defaults_specs_and_readme_agree(role):
+    defaults = load(role, "defaults", "main.yml") or {}
+    options = load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    readme = load(role, "README.md")
+    assert all(name.startswith(role + "_") for name in list(defaults) + list(options)), "variables must be role-prefixed"
+    # every default is a documented option; options without a default are optional inputs (a kubeconfig)
+    assert set(defaults) <= set(options), set(defaults) - set(options)
+    for name in set(options) - set(defaults):
+        assert "default" not in options[name] and not options[name].get("required"), name
+    documented = set(re.findall(r"^\| `(%s_[a-z0-9_]+)` \|" % role, readme, re.M))
+    assert documented == set(options), "README table vs argument specs: %s" % (documented ^ set(options))
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_spec_defaults_match_the_role_defaults(role):
+    defaults = load(role, "defaults", "main.yml") or {}
+    options = load(role, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    for name, spec in options.items():
+        if "default" in spec and isinstance(defaults.get(name), (bool, int, float)):
+            assert spec["default"] == defaults[name], name
+        if "choices" in spec and name in defaults:
+            assert defaults[name] in spec["choices"], name
