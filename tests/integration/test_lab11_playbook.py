@@ -139,3 +139,12 @@ def test_the_lab_on_the_sim_idempotent_verifiable_and_cleaned_up(tmp_path):
     assert not any(os.path.exists("/proc/%d" % pid) for pid in pids)
     assert listeners_of(pids) == []
     assert not os.path.exists(workdir)
+
+
+def test_the_default_report_dir_can_be_written_from_a_fresh_directory(tmp_path):
+    """`make lab` in a fresh clone: the default lab11_report_dir (under $PWD) passes the check."""
+    playbook = os.path.join(os.path.dirname(__file__), "playbooks", "lab11_validate_inputs.yml")
+    done = run_playbook(playbook=playbook, env=dict(os.environ, PWD=str(tmp_path)))
+    assert done.returncode == 0, done.stdout[-3000:]
+    refused = run_playbook(playbook=playbook, env=dict(os.environ, PWD=str(tmp_path / "missing")))
+    assert refused.returncode != 0 and "lab11_report_dir %s/missing/lab11-report cannot be written" % tmp_path in refused.stdout
