@@ -69,6 +69,8 @@ def test_report_says_what_holds_without_kai(kube, sim_cluster, runtime_class, la
     assert claims["C4"]["evidence"][1] == "isolator volumes in the dry-run pod: none"
     assert "has no nvidia.com/gpu.memory label" in claims["C6"]["evidence"][0]
     assert claims["C8"]["evidence"][0].startswith("verdict: pending (expected nvml_unavailable)")
+    # with KAI not running (C2), the claims that wait for KAI to act are decided at once, and say so
+    assert [c for c in claims if claims[c]["evidence"][-1] == "not waited for: C2 found KAI not running"] == ["C3", "C5", "C6", "C8"]
 
     assert all("\n" not in line for c in claims.values() for line in c["evidence"])
     table = (report_dir / "report.md").read_text().splitlines()
