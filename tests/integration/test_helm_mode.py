@@ -15,7 +15,7 @@ import pytest
 import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from conftest import BIN, run_playbook
+from conftest import run_playbook
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(os.path.dirname(__file__), "charts", "values-echo")
