@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the binaries of the offline Kubernetes control plane used by the simulator
 # (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl,
-# kai-crds) from Go modules only, into a cache directory keyed by the versions
+# kai-crds) and KAI-scheduler's programs (kai-scheduler, kai-binder, kai-admission,
+# kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation)
+# from Go modules only, into a cache directory keyed by the versions
 # pinned in roles/sim_cluster/files/sim-bin/versions.env.  Nothing prebuilt is ever downloaded: Go
 # modules come from GOPROXY and are checked against the committed go.sum files
 # (GOTOOLCHAIN=local, so no Go toolchain is downloaded either).
@@ -18,6 +20,7 @@
 #   SIM_BIN_ONLY   build only these binaries (space/comma separated names)
 #   SIM_BIN_SKIP   skip these binaries (space/comma separated names)
 #   SIM_BIN_FORCE  1 = rebuild even if the cached binary reports the right version
+#   KAI_VERSION    build this row of versions.env's KAI table instead of the first served one
 #
 # Output: one line per binary ("built"/"cached", seconds, peak RSS of the build),
 # then the bin dir on the last line.  Exit status 1 if any binary failed.
@@ -45,10 +48,69 @@ while IFS= read -r line || [[ -n "${line}" ]]; do
   [[ "${line}" =~ ^([A-Z][A-Z0-9_]*)=([^[:space:]]*)$ ]] || die "versions.env: bad line: ${line}"
   printf -v "${BASH_REMATCH[1]}" '%s' "${BASH_REMATCH[2]}"
 done < "${VERSIONS_ENV}"
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION KAI_VERSION; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION; do
   [[ -n "${!v:-}" ]] || die "${v} is not set in versions.env"
   [[ "${!v}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || die "${v}=${!v} is not a vX.Y.Z version"
 done
+
+# --- KAI: the first row of the table whose version the Go module proxy serves --------
+KAI_ROWS=()
+for n in $(seq 1 9); do
+  row="KAI_ROW_${n}"
+  [[ -n "${!row:-}" ]] || continue
+  [[ "${!row}" =~ ^(v[0-9]+\.[0-9]+\.[0-9]+)\|([^|]+)\|([^|]+)$ ]] || die "versions.env: ${row}=${!row} is not <version>|<module path>|<go.mod>"
+  KAI_ROWS+=("${!row}")
+done
+[[ ${#KAI_ROWS[@]} -gt 0 ]] || die "versions.env has no KAI_ROW_<n> lines"
+
+# goproxy_url: the first http(s) entry of GOPROXY (empty when there is none).
+goproxy_url() {
+  local proxy="${GOPROXY:-}"
+  [[ -n "${proxy}" ]] || proxy="$(go env GOPROXY 2>/dev/null || echo https://proxy.golang.org)"
+  tr ',|' '\n\n' <<<"${proxy}" | grep -E '^https?://' | head -n1 || true
+}
+
+# served MODULE VERSION: does the Go module proxy serve MODULE@VERSION? (0 yes, 1 no, 2 unknown)
+served() {
+  local url; url="$(goproxy_url)"
+  [[ -n "${url}" ]] || return 2
+  python3 - "${url}" "$1" "$2" <<'PY'
+import re, sys, urllib.error, urllib.request
+url, module, version = sys.argv[1:]
+escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
+try:
+    with urllib.request.urlopen("%s/%s/@v/%s.info" % (url.rstrip("/"), escaped, version), timeout=15) as r:
+        sys.exit(0 if r.status == 200 else 1)
+except urllib.error.HTTPError:
+    sys.exit(1)
+except Exception:
+    sys.exit(2)
+PY
+}
+
+KAI_VERSION_WANTED="${KAI_VERSION:-}"
+KAI_VERSION="" KAI_SOURCE_MODULE="" KAI_MODFILE="" KAI_CHOICE=""
+kai_pick() { IFS='|' read -r KAI_VERSION KAI_SOURCE_MODULE KAI_MODFILE <<<"$1"; }
+if [[ -n "${KAI_VERSION_WANTED}" ]]; then
+  for r in "${KAI_ROWS[@]}"; do [[ "${r%%|*}" == "${KAI_VERSION_WANTED}" ]] && kai_pick "${r}"; done
+  [[ -n "${KAI_VERSION}" ]] || die "KAI_VERSION=${KAI_VERSION_WANTED} is not in versions.env's KAI table (rows: $(printf '%s ' "${KAI_ROWS[@]%%|*}"))"
+  KAI_CHOICE="KAI ${KAI_VERSION} from ${KAI_SOURCE_MODULE} (asked for with KAI_VERSION)"
+else
+  not_served=()
+  for r in "${KAI_ROWS[@]}"; do
+    IFS='|' read -r v m f <<<"${r}"
+    rc=0; served "${m}" "${v}" || rc=$?
+    if [[ ${rc} == 0 ]]; then
+      kai_pick "${r}"
+      KAI_CHOICE="KAI ${v} from ${m}"
+      [[ ${#not_served[@]} -gt 0 ]] && KAI_CHOICE+=" (the Go module proxy serves no ${not_served[*]})"
+      break
+    fi
+    [[ ${rc} == 2 ]] && { kai_pick "${r}"; KAI_CHOICE="KAI ${v} from ${m} (the Go module proxy did not answer)"; break; }
+    not_served+=("${m} ${v}")
+  done
+  [[ -n "${KAI_VERSION}" ]] || die "the Go module proxy $(goproxy_url) serves none of KAI's versions in versions.env: ${not_served[*]}"
+fi
 
 CACHE_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}"
 SIM_BIN_ROOT="${SIM_BIN_ROOT:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin}"
@@ -103,13 +165,17 @@ if [[ "${MODE}" == sync ]]; then
   (cd "${SCRIPT_DIR}/etcd" && go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" && go mod tidy)
   echo "sync kwok -> sigs.k8s.io/kwok@${KWOK_VERSION}"
   (cd "${SCRIPT_DIR}/kwok" && go get "sigs.k8s.io/kwok@${KWOK_VERSION}" && go mod tidy)
-  echo "sync kai  -> github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}" \
-       "(keep kai/go.mod's replace lines in step with KAI's own go.mod)"
-  kai_proxy="$(kai_local_proxy)"
+  echo "sync kai  -> github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION} into kai/${KAI_MODFILE}" \
+       "(keep its replace lines in step with KAI's own go.mod)"
+  kai_proxy="$(go env GOPROXY)"
+  [[ "${KAI_SOURCE_MODULE}" != github.com/kai-scheduler/KAI-scheduler ]] && kai_proxy="$(kai_local_proxy)"
   (cd "${SCRIPT_DIR}/kai" \
-     && go mod edit -replace "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}=${KAI_SOURCE_MODULE}@${KAI_VERSION}" \
-     && GOPROXY="${kai_proxy}" go get "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}" \
-     && GOPROXY="${kai_proxy}" go mod tidy)
+     && if [[ "${KAI_SOURCE_MODULE}" != github.com/kai-scheduler/KAI-scheduler ]]; then
+          go mod edit -modfile="${KAI_MODFILE}" \
+            -replace "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}=${KAI_SOURCE_MODULE}@${KAI_VERSION}"
+        fi \
+     && GOPROXY="${kai_proxy}" go get -modfile="${KAI_MODFILE}" "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}" \
+     && GOPROXY="${kai_proxy}" go mod tidy -modfile="${KAI_MODFILE}")
   echo "sync done: review and commit roles/sim_cluster/files/sim-bin/*/go.mod and go.sum"
   exit 0
 fi
@@ -132,9 +198,16 @@ selected() {  # selected NAME -> is NAME to be handled in this run?
 
 # version_ok BIN EXPECTED: does `BIN --version` print a line that is EXPECTED, or
 # EXPECTED followed by a space and more (e.g. "kwok version v0.8.0 go1.26.8 (linux/amd64)")?
+# EXPECTED "gomod MODULE VERSION" instead checks the module versions Go recorded in BIN
+# (for programs without a --version flag, e.g. KAI's).
 version_ok() {
   local out l
   [[ -x "$1" ]] || return 1
+  if [[ "$2" == "gomod "* ]]; then
+    local want; want="$(awk '{print $2 "\t" $3}' <<<"$2")"
+    go version -m "$1" 2>/dev/null | grep -qE "^[[:space:]]+(dep|mod)[[:space:]]+${want//./\\.}([[:space:]]|$)"
+    return
+  fi
   out="$(timeout 20 "$1" --version 2>&1)" || return 1
   while IFS= read -r l; do
     [[ "${l}" == "$2" || "${l}" == "$2 "* ]] && return 0
@@ -170,9 +243,12 @@ check_wrapper() {
   fi
 }
 
-# build_one NAME WRAPPER_DIR PACKAGE EXPECTED_VERSION_LINE LDFLAGS
+# build_one NAME WRAPPER_DIR PACKAGE EXPECTED_VERSION_LINE LDFLAGS [go build flags...]
+# (CGO_ENABLED comes from BUILD_CGO, default 0.)
 build_one() {
   local name="$1" dir="$2" pkg="$3" expect="$4" ldflags="$5"
+  shift 5
+  local -a extra=("$@")
   local bin="${SIM_BIN_DIR}/${name}" log="${LOG_DIR}/${name}.log" tmp t0 t1 secs rss="" line
   selected "${name}" || return 0
   t0="$(date +%s.%N)"
@@ -183,7 +259,7 @@ build_one() {
   fi
   tmp="${bin}.tmp.$$"
   rm -f "${tmp}"
-  local -a cmd=(go build -trimpath -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
+  local -a cmd=(env CGO_ENABLED="${BUILD_CGO:-0}" go build -trimpath "${extra[@]}" -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
   if [[ "${HAVE_TIME}" == 1 ]]; then
     cmd=(/usr/bin/time -f 'SIMBIN_TIME %e %M' -o "${log}.time" "${cmd[@]}")
   fi
@@ -201,8 +277,8 @@ build_one() {
   fi
   chmod 0755 "${tmp}"
   if ! version_ok "${tmp}" "${expect}"; then
-    echo "build.sh: ${name} built but '${name} --version' does not print '${expect}':" >&2
-    timeout 20 "${tmp}" --version >&2 || true
+    echo "build.sh: ${name} built but does not report '${expect}':" >&2
+    if [[ "${expect}" == "gomod "* ]]; then go version -m "${tmp}" | head -n 20 >&2 || true; else timeout 20 "${tmp}" --version >&2 || true; fi
     rm -f "${tmp}"
     FAILED+=("${name}")
     return 0
@@ -268,14 +344,56 @@ if selected kwok || selected kwokctl; then
 fi
 
 # --- KAI-scheduler ----------------------------------------------------------
-if selected kai-crds; then
-  kai_proxy="$(kai_local_proxy)"
-  export GOPROXY="${kai_proxy}"
-  if check_wrapper kai-crds "${SCRIPT_DIR}/kai" github.com/kai-scheduler/KAI-scheduler "${KAI_VERSION}"; then
-    build_one kai-crds "${SCRIPT_DIR}/kai" ./cmd/kai-crds \
-      "kai-crds github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w"
+# The kai wrapper module pins KAI with one go.mod per row of the version table (go.mod for
+# the old path's v0.16.0, go.v0.17.0.mod for KAI's own path). It is built from a copy in the
+# cache, so that go.sum lines Go adds (checked against the checksum database) never touch
+# the checkout.
+KAI_PROGRAMS=(scheduler binder admission podgrouper podgroupcontroller queuecontroller resourcereservation)
+kai_wanted=0
+selected kai-crds && kai_wanted=1
+for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && kai_wanted=1; done
+if [[ "${kai_wanted}" == 1 ]]; then
+  echo "${KAI_CHOICE}" >&2
+  if [[ "${KAI_SOURCE_MODULE}" != github.com/kai-scheduler/KAI-scheduler ]]; then
+    GOPROXY="$(kai_local_proxy)"
+    export GOPROXY
+  fi
+  kai_mod_dir="$(dirname "${SIM_BIN_DIR}")/kai-mod"
+  mkdir -p "${kai_mod_dir}"
+  kai_modfile="${SCRIPT_DIR}/kai/${KAI_MODFILE}"
+  if [[ ! -f "${kai_modfile}" ]]; then
+    echo "build.sh: kai/${KAI_MODFILE} is missing; run: KAI_VERSION=${KAI_VERSION} roles/sim_cluster/files/sim-bin/build.sh --sync" >&2
+    FAILED+=(kai)
   else
-    FAILED+=(kai-crds)
+    cp "${kai_modfile}" "${kai_mod_dir}/go.mod"
+    cp "${kai_modfile%.mod}.sum" "${kai_mod_dir}/go.sum" 2>/dev/null || : >"${kai_mod_dir}/go.sum"
+    KAI_FLAGS=(-modfile="${kai_mod_dir}/go.mod")
+    kai_ok=1
+    have="$(cd "${SCRIPT_DIR}/kai" && go mod edit -json "${kai_mod_dir}/go.mod" | python3 -c '
+import json, sys
+print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r["Path"] == "github.com/kai-scheduler/KAI-scheduler"), ""))')"
+    if [[ "${have}" != "${KAI_VERSION}" ]]; then
+      echo "build.sh: kai/${KAI_MODFILE} requires KAI ${have:-<none>}, the table says ${KAI_VERSION}; run build.sh --sync" >&2
+      kai_ok=0
+    elif ! grep -q "^github.com/${KAI_SOURCE_MODULE#github.com/} ${KAI_VERSION} h1:\|^github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION} h1:" "${kai_mod_dir}/go.sum"; then
+      # No committed hash for KAI itself: Go adds it after checking the checksum database.
+      (cd "${SCRIPT_DIR}/kai" && go mod download "${KAI_FLAGS[@]}" github.com/kai-scheduler/KAI-scheduler) \
+        >"${LOG_DIR}/kai-download.log" 2>&1 || { tail -n 20 "${LOG_DIR}/kai-download.log" >&2; kai_ok=0; }
+    fi
+    if [[ "${kai_ok}" == 1 ]]; then
+      build_one kai-crds "${SCRIPT_DIR}/kai" ./cmd/kai-crds \
+        "kai-crds github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
+      for p in "${KAI_PROGRAMS[@]}"; do
+        # The reservation app links NVIDIA's go-nvml, which needs cgo.
+        BUILD_CGO=0; [[ "${p}" == resourcereservation ]] && BUILD_CGO=1
+        BUILD_CGO="${BUILD_CGO}" build_one "kai-${p}" "${SCRIPT_DIR}/kai" \
+          "github.com/kai-scheduler/KAI-scheduler/cmd/${p}" \
+          "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
+      done
+    else
+      selected kai-crds && FAILED+=(kai-crds)
+      for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && FAILED+=("kai-${p}"); done
+    fi
   fi
 fi
 

@@ -1,0 +1,337 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpulab.kai_hami contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Local background processes of the sim platform: start, find, check and stop them.
+
+A process is known by its name inside a state directory, where three files live:
+``<name>.pid`` (its pid), ``<name>.spec.json`` (what it was started with) and, by default,
+``<name>.log`` (its output, appended across restarts). Nothing here talks to Kubernetes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import hashlib
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+
+# Variables a started process inherits from the module's environment; everything else it
+# gets must be given explicitly, so that the spec (and idempotence) does not depend on
+# whatever the calling shell had set.
+INHERITED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ")
+
+
+class SimProcessError(Exception):
+    """A process could not be started, checked or stopped; the message says why."""
+
+
+def paths(state_dir, name, log_file=None):
+    """The pid, spec and log file of process ``name``."""
+    return dict(
+        pid=os.path.join(state_dir, name + ".pid"),
+        spec=os.path.join(state_dir, name + ".spec.json"),
+        log=log_file or os.path.join(state_dir, name + ".log"),
+    )
+
+
+def environment(env, base=None):
+    """The environment a process starts with: the inherited basics, then ``env``."""
+    base = os.environ if base is None else base
+    result = dict((key, base[key]) for key in INHERITED_ENV if key in base)
+    result.update(dict((str(key), str(value)) for key, value in (env or {}).items()))
+    return result
+
+
+def spec_of(argv, env, chdir, files=None):
+    """What a process is started with; two equal specs are the same process.
+
+    ``files`` (paths) are part of it by content: a changed program or configuration file makes
+    another spec.
+    """
+    spec = {"argv": [str(a) for a in argv], "env": dict(sorted((env or {}).items())), "chdir": chdir}
+    if files:
+        spec["files"] = dict((path, file_digest(path)) for path in sorted(files))
+    return spec
+
+
+def file_digest(path):
+    """sha256 of a file's content ('missing' when it cannot be read)."""
+    sha = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+    except OSError:
+        return "missing"
+    return sha.hexdigest()
+
+
+def digest(spec):
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def read_pid(pid_file):
+    try:
+        with open(pid_file) as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_spec(spec_file):
+    try:
+        with open(spec_file) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def is_alive(pid):
+    """True when ``pid`` is a running process (not a zombie)."""
+    if not pid:
+        return False
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    # The state follows the command name, which is in parentheses and may hold spaces.
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    return state not in ("Z", "X")
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]]
+
+
+def running(state_dir, name, log_file=None):
+    """``(pid, spec)`` of the named process when it runs the program it was started with."""
+    files = paths(state_dir, name, log_file)
+    pid = read_pid(files["pid"])
+    spec = read_spec(files["spec"])
+    if not pid or not spec or not is_alive(pid):
+        return None, spec
+    # Guard against a recycled pid: the process must still run what was started.
+    if cmdline(pid) != spec.get("argv"):
+        return None, spec
+    return pid, spec
+
+
+def tail(path, lines=25):
+    """The last ``lines`` lines of a file ('' when there is none)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(size - 65536, 0))
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def _inode_owners():
+    """``{socket inode: (pid, command name)}`` for the processes this user can see."""
+    owners = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        fd_dir = "/proc/%s/fd" % entry
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                try:
+                    with open("/proc/%s/comm" % entry) as handle:
+                        comm = handle.read().strip()
+                except OSError:
+                    comm = "?"
+                owners[target[8:-1]] = (int(entry), comm)
+    return owners
+
+
+def listeners(port):
+    """``[(address, pid, command)]`` of the TCP listeners on ``port`` (any address)."""
+    found = []
+    owners = None
+    for table, family in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 6)):
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A":  # LISTEN
+                continue
+            address, hex_port = local.split(":")
+            if int(hex_port, 16) != port:
+                continue
+            if owners is None:
+                owners = _inode_owners()
+            pid, comm = owners.get(inode, (None, "?"))
+            found.append((_address(address, family) + ":%d" % port, pid, comm))
+    return found
+
+
+def _address(hex_address, family):
+    if family == 4:
+        return socket.inet_ntop(socket.AF_INET, bytes.fromhex(hex_address)[::-1])
+    raw = bytes.fromhex(hex_address)
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+    return "[%s]" % socket.inet_ntop(socket.AF_INET6, words)
+
+
+def port_in_use(port, host="127.0.0.1"):
+    """None when ``host:port`` can be bound now, else a sentence naming who holds it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        return None
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            return "port %s:%d cannot be bound: %s" % (host, port, error)
+    finally:
+        sock.close()
+    holders = listeners(port)
+    if holders:
+        return "port %s:%d is already in use by %s" % (
+            host, port, ", ".join("pid %s (%s) on %s" % (pid or "?", comm, address) for address, pid, comm in holders))
+    return "port %s:%d is already in use" % (host, port)
+
+
+def start(spec, log_path):
+    """Start the process in a session of its own, output appended to ``log_path``."""
+    log_dir = os.path.dirname(log_path)
+    if log_dir and not os.path.isdir(log_dir):
+        os.makedirs(log_dir, 0o700)
+    log = open(log_path, "ab")
+    try:
+        return subprocess.Popen(
+            spec["argv"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=spec["chdir"],
+            env=spec["env"],
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise SimProcessError("cannot start %s: %s" % (spec["argv"][0], error))
+    finally:
+        log.close()
+
+
+def write_state(files, pid, spec):
+    for path, content in ((files["spec"], json.dumps(spec, sort_keys=True, indent=1)), (files["pid"], "%d\n" % pid)):
+        tmp = path + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(content)
+        os.chmod(tmp, 0o600)
+        os.rename(tmp, path)
+
+
+def forget(files):
+    for key in ("pid", "spec"):
+        try:
+            os.unlink(files[key])
+        except OSError:
+            pass
+
+
+def stop(pid, timeout, clock=time.monotonic, pause=time.sleep):
+    """SIGTERM the process's session, SIGKILL it after ``timeout`` s; True when it was running."""
+    if not is_alive(pid):
+        return False
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            # Its own session: the group holds the children it started as well.
+            os.killpg(pid, sig)
+        except OSError:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = clock() + (timeout if sig == signal.SIGTERM else 10)
+        while clock() < deadline:
+            _reap(pid)
+            if not is_alive(pid):
+                return True
+            pause(0.1)
+    if is_alive(pid):
+        raise SimProcessError("pid %d did not exit after SIGKILL" % pid)
+    return True
+
+
+def _reap(pid):
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except OSError:
+        pass
+
+
+def check_health(url, ca_file=None, timeout=2.0):
+    """``(ok, detail)``: whether ``url`` answers 2xx (HTTPS verified with ``ca_file`` when given)."""
+    try:
+        from urllib.request import urlopen
+        from urllib.error import HTTPError, URLError
+    except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
+        raise
+    context = None
+    if url.startswith("https://"):
+        context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl._create_unverified_context()
+    try:
+        response = urlopen(url, timeout=timeout, context=context)
+        return 200 <= response.status < 300, "%s answered %d" % (url, response.status)
+    except HTTPError as error:
+        return False, "%s answered %d" % (url, error.code)
+    except (URLError, OSError, ssl.SSLError) as error:
+        return False, "%s: %s" % (url, getattr(error, "reason", error))
+
+
+def wait_started(proc_or_pid, health_url, ca_file, timeout, grace, clock=time.monotonic, pause=time.sleep):
+    """Wait until the process answers ``health_url`` (or, without one, lives ``grace`` s).
+
+    ``proc_or_pid`` is the Popen of a process we just started, or the pid of one already
+    running. Returns ``(ok, detail)``; ``detail`` says why not (exit code, health answer).
+    """
+    start_time = clock()
+    detail = "no answer yet"
+    while True:
+        if hasattr(proc_or_pid, "poll"):
+            code = proc_or_pid.poll()
+            if code is not None:
+                return False, "exited with code %d" % code
+        elif not is_alive(proc_or_pid):
+            return False, "is no longer running"
+        elapsed = clock() - start_time
+        if health_url:
+            ok, detail = check_health(health_url, ca_file)
+            if ok:
+                return True, detail
+        elif elapsed >= grace:
+            return True, "running for %.1f s" % elapsed
+        if elapsed >= timeout:
+            return False, "did not answer within %d s (last: %s)" % (timeout, detail)
+        pause(0.25)
