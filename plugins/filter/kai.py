@@ -52,11 +52,14 @@ def kai_node_memory(node_memory_label):
         raise AnsibleFilterError("kai_node_memory: %s" % error)
 
 
-def kai_division(text_or_lines, queue=None):
-    """Parsed 'Resource division result for queue' lines: all of them, or the last for queue."""
+def kai_division(text_or_lines, queue=None, allocated=None):
+    """Parsed 'Resource division result for queue' lines: all of them, or the last for queue.
+
+    With ``allocated``: the last line for queue whose GPU allocation is that number.
+    """
     try:
         if queue is not None:
-            return last_division(_lines(text_or_lines), queue)
+            return last_division(_lines(text_or_lines), queue, allocated)
         return [p for p in (parse_division_line(line) for line in _lines(text_or_lines)) if p]
     except KaiMathError as error:
         raise AnsibleFilterError("kai_division: %s" % error)

@@ -123,7 +123,8 @@ def parse_division_line(line):
     """Parse one ``Resource division result for queue <NAME>: ...`` scheduler log line.
 
     Accepts the console format (with ANSI colour codes and a session prefix) and the JSON
-    format (``--log-json``). Returns ``{'queue', 'priority', 'gpu', 'cpu', 'memory'}`` where
+    format (``--log-json``). Returns ``{'queue', 'priority', 'line', 'gpu', 'cpu', 'memory'}`` (``line``
+    is the division text itself, colours and runs of spaces removed) where
     each resource is a dict such as ``{'deserved': 0.0, 'requested': 1.51, 'max_allowed': -1,
     'allocated': 1.51, 'historical_usage': 0.0, 'fair_share': 1.51}`` (``Unlimited`` -> -1).
     Returns None for a line that is not a division line.
@@ -139,7 +140,7 @@ def parse_division_line(line):
     if not match:
         return None
     rest = match.group("rest")
-    result = {"queue": match.group("queue"), "priority": None}
+    result = {"queue": match.group("queue"), "priority": None, "line": " ".join(match.group(0).split())}
     priority = _PRIORITY.search(rest)
     if priority:
         result["priority"] = _number(priority.group("priority"))
@@ -156,11 +157,19 @@ def parse_division_line(line):
     return result
 
 
-def last_division(lines, queue):
-    """The last parsed division line for ``queue`` among ``lines`` (newest last), or None."""
+def last_division(lines, queue, allocated=None):
+    """The last parsed division line for ``queue`` among ``lines`` (newest last), or None.
+
+    With ``allocated``, the last one whose GPU allocation is that number (to two decimals):
+    the scheduler logs a line every cycle, and what it shows depends on the moment (a pending
+    shared pod, a bind in flight, both bound), so a check looks for the line it expects.
+    """
     found = None
     for line in lines:
         parsed = parse_division_line(line)
-        if parsed and parsed["queue"] == queue:
-            found = parsed
+        if not parsed or parsed["queue"] != queue:
+            continue
+        if allocated is not None and round(parsed["gpu"].get("allocated", -2), 2) != round(float(allocated), 2):
+            continue
+        found = parsed
     return found

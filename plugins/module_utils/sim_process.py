@@ -16,6 +16,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -129,8 +130,12 @@ def running(state_dir, name, log_file=None):
     return pid, spec
 
 
+# A line of the container-runtime log format: "<time> stdout F <text>".
+_CRI_PREFIX = re.compile(r"^\S+ (?:stdout|stderr) [FP] ")
+
+
 def tail(path, lines=25):
-    """The last ``lines`` lines of a file ('' when there is none)."""
+    """The last ``lines`` lines of a file ('' when there is none), container-runtime prefixes removed."""
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -139,7 +144,7 @@ def tail(path, lines=25):
             data = handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    return "\n".join(data.splitlines()[-lines:])
+    return "\n".join(_CRI_PREFIX.sub("", line) for line in data.splitlines()[-lines:])
 
 
 def _inode_owners():

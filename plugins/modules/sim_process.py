@@ -153,6 +153,7 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import (
+    _CRI_PREFIX,
     SimProcessError,
     check_health,
     digest,
@@ -311,7 +312,7 @@ def _since(log, mark):
     except OSError:
         text = ""
     lines = text.splitlines()[-25:]
-    return "\n".join(lines) if lines else tail(log)
+    return "\n".join(_CRI_PREFIX.sub("", line) for line in lines) if lines else tail(log)
 
 
 if __name__ == "__main__":

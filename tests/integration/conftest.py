@@ -42,6 +42,33 @@ def cluster_pids(workdir, name):
     return pids
 
 
+def sim_process_pids(state_dir):
+    """Pids recorded by gpulab.kai_hami.sim_process in a state directory (``*.pid``)."""
+    pids = []
+    if os.path.isdir(state_dir):
+        for entry in sorted(os.listdir(state_dir)):
+            if entry.endswith(".pid"):
+                with open(os.path.join(state_dir, entry)) as handle:
+                    pids.append(int(handle.read().strip()))
+    return pids
+
+
+def session_members(leaders):
+    """Pids of the live processes in the sessions led by ``leaders`` (a sim process and its children)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X") and int(fields[3]) in leaders:
+            members.append(int(entry))
+    return members
+
+
 def listeners_of(pids):
     """``[(local address, pid)]`` of the TCP listeners those processes hold (from ss)."""
     out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout

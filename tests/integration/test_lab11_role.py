@@ -1,9 +1,9 @@
 """The lab11 role's workloads, claims and report on the sim, as far as it goes without KAI.
 
-KAI and the isolator do not run on the sim yet (their Go modules are not served here), so the
+Here the role runs alone on a cluster where neither KAI nor the isolator is installed, so the
 report must say exactly that: C1 holds (the node advertises the profile's GPUs), C2-C8 fail,
-each with the evidence that decided it, and the play fails. Once KAI runs on the sim, this
-test's expectations flip to all eight holding.
+each with the evidence that decided it, and the play fails. (The whole lab, with KAI, is
+tests/integration/test_lab11_playbook.py.)
 """
 
 import json
@@ -45,7 +45,7 @@ def pods_present(kube):
     return [p["metadata"]["name"] for p in api.get(namespace="default").to_dict()["items"] if p["metadata"]["name"] in PODS]
 
 
-def test_report_says_what_holds_without_kai(kube, sim_cluster, runtime_class, lab_pods, tmp_path):
+def test_report_says_what_holds_without_kai_and_what_decided_it(kube, sim_cluster, runtime_class, lab_pods, tmp_path):
     node = kube.resources.get(api_version="v1", kind="Node").get(name=sim_cluster["gpu_node"]).to_dict()
     gpus = int(node["status"]["allocatable"]["nvidia.com/gpu"])
     report_dir = tmp_path / "report"
@@ -73,8 +73,12 @@ def test_report_says_what_holds_without_kai(kube, sim_cluster, runtime_class, la
     assert [c for c in claims if claims[c]["evidence"][-1] == "not waited for: C2 found KAI not running"] == ["C3", "C5", "C6", "C8"]
 
     assert all("\n" not in line for c in claims.values() for line in c["evidence"])
+    # the report names what decided each claim; here nothing of KAI or the isolator exists
+    assert report["kai"] == "KAI (not found)" and report["isolator"] == "kai-resource-isolator (not found)"
+    assert claims["C6"]["decided_by"] == "KAI (not found): kai-scheduler's log"
     table = (report_dir / "report.md").read_text().splitlines()
-    assert table[2] == "| Claim | Evidence | Verdict |"
+    assert table[2].startswith("Platform: unspecified. KAI (not found); isolator: kai-resource-isolator (not found).")
+    assert "| Claim | Evidence | Verdict | Decided by |" in table
     assert len([line for line in table if re.match(r"^\| C[1-8] ", line)]) == 8
     suite = ElementTree.parse(str(report_dir / "junit.xml")).getroot()
     assert (suite.get("tests"), suite.get("failures")) == ("8", "7")

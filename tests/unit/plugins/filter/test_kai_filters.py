@@ -50,3 +50,16 @@ def test_division_for_queue_from_log_lines():
 def test_bad_fraction_input_is_a_filter_error():
     with pytest.raises(AnsibleError, match="looks like GiB"):
         render("{{ 20480 | gpulab.kai_hami.kai_gpu_fraction(40) }}")
+
+
+def test_division_with_an_allocation_finds_the_line_that_shows_it_not_the_last():
+    lines = [LINE.format(gpu="205.8").replace("allocated: <205.8>", "allocated: <1>"),
+             LINE.format(gpu="1.51"),
+             LINE.format(gpu="205.8").replace("allocated: <205.8>", "allocated: <1>")]
+    expected = 1 + gpu_fraction(20480, 40960)
+    found = render("{{ lines | gpulab.kai_hami.kai_division('default-queue', expected) }}", lines=lines, expected=expected)
+    assert found["gpu"]["allocated"] == expected
+    assert found["line"].startswith("Resource division result for queue <default-queue>: Queue Priority: <100>")
+    last = render("{{ lines | gpulab.kai_hami.kai_division('default-queue') }}", lines=lines)
+    assert last["gpu"]["allocated"] == 1
+    assert render("{{ lines | gpulab.kai_hami.kai_division('default-queue', 2.5) is none }}", lines=lines) is True

@@ -1,0 +1,91 @@
+"""The kai_scheduler role's sim mode refuses bad input clearly and leaves nothing half-started.
+
+Fake KAI programs (small scripts in a directory of the test's) stand in for the real ones where
+a case needs a program to misbehave; the cluster is the session's sim cluster.
+"""
+
+import os
+import socket
+import stat
+
+import pytest
+
+from conftest import run_playbook, session_members, sim_process_pids
+
+PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "kai_scheduler.yml")
+PROGRAMS = ["scheduler", "binder", "admission", "podgrouper", "podgroupcontroller", "queuecontroller", "resourcereservation"]
+
+
+def fake_bin(directory, version="v0.16.0", scheduler="import time; time.sleep(600)"):
+    """KAI's binaries as Python scripts: kai-crds says ``version``; kai-scheduler runs ``scheduler``."""
+    os.makedirs(directory)
+    bodies = dict((p, "import time; time.sleep(600)") for p in PROGRAMS)
+    bodies["scheduler"] = scheduler
+    bodies["crds"] = "print('kai-crds github.com/kai-scheduler/KAI-scheduler %s')" % version
+    for name, body in bodies.items():
+        path = os.path.join(directory, "kai-" + name)
+        with open(path, "w") as handle:
+            handle.write("#!/usr/bin/env python3\n%s\n" % body)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+    return directory
+
+
+def role_vars(sim_cluster, tmp_path, **more):
+    return dict(dict(kai_scheduler_mode="sim", kai_scheduler_kubeconfig=sim_cluster["sim_cluster_kubeconfig"],
+                     kai_scheduler_sim_workdir=str(tmp_path / "kai"), kai_scheduler_label_nodes=False,
+                     kai_scheduler_wait_timeout=20), **more)
+
+
+def namespaces(kube):
+    return {n["metadata"]["name"] for n in kube.resources.get(api_version="v1", kind="Namespace").get().to_dict()["items"]}
+
+
+def test_a_kai_version_the_sim_has_no_flags_for_is_refused(kube, sim_cluster, tmp_path):
+    bins = fake_bin(str(tmp_path / "bin"), version="v0.15.0")
+    done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins), playbook=PLAYBOOK)
+    assert done.returncode != 0
+    assert "KAI v0.15.0 (built in %s) is not a version the sim knows its operator's flags for: v0.16.0, v0.17.0" % bins in done.stdout, done.stdout[-3000:]
+    assert not os.path.exists(str(tmp_path / "kai"))
+    assert "kai-scheduler" not in namespaces(kube)
+
+
+def test_a_program_that_exits_at_start_fails_with_its_last_lines_and_nothing_is_left_running(kube, sim_cluster, tmp_path):
+    bins = fake_bin(str(tmp_path / "bin"), scheduler="print('unknown flag: --scheduler-conf'); raise SystemExit(2)")
+    done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins), playbook=PLAYBOOK)
+    assert done.returncode != 0
+    assert "kai-scheduler-default exited with code 2" in done.stdout, done.stdout[-3000:]
+    assert "unknown flag: --scheduler-conf" in done.stdout
+    assert sim_process_pids(str(tmp_path / "kai")) == []
+    assert "kai-scheduler" not in namespaces(kube), "the cluster was changed before the programs answered"
+
+
+def test_a_port_already_taken_is_named_and_nothing_starts(kube, sim_cluster, tmp_path):
+    bins = fake_bin(str(tmp_path / "bin"))
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins,
+                                      kai_scheduler_sim_ports={"kai-scheduler-default-metrics": port}), playbook=PLAYBOOK)
+    finally:
+        holder.close()
+    assert done.returncode != 0
+    assert "kai-scheduler-default was not started: port 127.0.0.1:%d is already in use by pid %d" % (port, os.getpid()) in done.stdout, done.stdout[-3000:]
+    leaders = sim_process_pids(str(tmp_path / "kai"))
+    assert leaders == [] and session_members(leaders) == []
+
+
+@pytest.mark.parametrize("timeout, message", [
+    (0, "kai_scheduler_reservation_timeout a positive whole number of seconds (got 0)"),
+    (-5, "kai_scheduler_reservation_timeout a positive whole number of seconds (got -5)"),
+    ("40s", "kai_scheduler_reservation_timeout"),
+    (2.5, "kai_scheduler_reservation_timeout"),
+])
+def test_a_reservation_timeout_that_is_not_positive_seconds_is_refused(kube, sim_cluster, tmp_path, timeout, message):
+    bins = fake_bin(str(tmp_path / "bin"))
+    done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins, kai_scheduler_reservation_timeout=timeout),
+                        playbook=PLAYBOOK)
+    assert done.returncode != 0
+    assert message in done.stdout, done.stdout[-3000:]
+    assert not os.path.exists(str(tmp_path / "kai"))

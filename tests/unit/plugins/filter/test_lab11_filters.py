@@ -1,0 +1,38 @@
+"""lab11_provenance: which programs decided the claims, from recorded Deployments."""
+
+from ansible_collections.gpulab.kai_hami.plugins.filter.lab11 import FilterModule, lab11_provenance
+
+
+def deployment(image=None, annotations=None):
+    return {"metadata": {"name": "d", "annotations": annotations or {}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image or "sim.gpulab.kai-hami/local-process"}]}}}}
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"lab11_provenance"}
+
+
+def test_kind_reads_the_image_tags():
+    result = lab11_provenance(deployment("ghcr.io/kai-scheduler/kai-scheduler/scheduler:v0.17.0"),
+                              deployment("docker.io/projecthami/kai-resource-isolator:v1.1.0@sha256:abc"))
+    assert result == {"kai_version": "v0.17.0", "kai": "KAI v0.17.0", "isolator": "kai-resource-isolator v1.1.0", "stand_ins": []}
+
+
+def test_the_sim_says_what_runs_and_names_the_stand_in():
+    stand_in = "isolator stand-in of gpulab.kai_hami (behaviour of kai-resource-isolator v1.1.0), not the isolator's own program"
+    result = lab11_provenance(
+        deployment(annotations={"gpulab.kai-hami/runs": "KAI v0.16.0 kai-scheduler", "gpulab.kai-hami/kai-version": "v0.16.0"}),
+        deployment(annotations={"gpulab.kai-hami/runs": stand_in}))
+    assert result["kai_version"] == "v0.16.0"
+    assert result["kai"] == "KAI v0.16.0 (its own programs, run as local processes on the sim)"
+    assert result["isolator"] == stand_in and result["stand_ins"] == [stand_in]
+
+
+def test_missing_deployments_are_said_to_be_missing():
+    result = lab11_provenance(None, None)
+    assert result["kai"] == "KAI (not found)" and result["kai_version"] == "unknown"
+    assert result["isolator"] == "kai-resource-isolator (not found)"
+
+
+def test_an_image_without_a_tag_is_unknown():
+    assert lab11_provenance(deployment("registry:5000/scheduler"))["kai_version"] == "unknown"

@@ -1,0 +1,258 @@
+"""sim_process, sim_ports and sim_tls, run through their main() on this machine (no cluster).
+
+They start real processes and bind real ports; what is asserted is what happened on the
+machine (pids alive or gone, files written, a certificate that verifies), not calls made.
+"""
+
+import json
+import os
+import socket
+import ssl
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from ansible_collections.gpulab.kai_hami.plugins.module_utils import sim_process as sp
+from ansible_collections.gpulab.kai_hami.plugins.modules import sim_ports, sim_process, sim_tls
+
+
+@pytest.fixture
+def run(capsys):
+    from ansible.module_utils.testing import patch_module_args
+
+    def call(main, args, check=False):
+        args = dict(args)
+        if check:
+            args["_ansible_check_mode"] = True
+        with patch_module_args(args):
+            with pytest.raises(SystemExit) as exit_info:
+                main()
+        return json.loads(capsys.readouterr().out), exit_info.value.code
+
+    return call
+
+
+@pytest.fixture
+def state_dir(tmp_path):
+    directory = str(tmp_path / "state")
+    yield directory
+    # stop whatever a test left running
+    for entry in os.listdir(directory) if os.path.isdir(directory) else []:
+        if entry.endswith(".pid"):
+            pid = sp.read_pid(os.path.join(directory, entry))
+            if pid and sp.is_alive(pid):
+                sp.stop(pid, 2)
+
+
+SLEEPER = [sys.executable, "-c", "import time, sys; print('started', flush=True); time.sleep(600)"]
+
+
+def test_start_then_no_change_then_restart_on_a_new_spec_then_stop(run, state_dir):
+    first, code = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    assert code == 0 and first["changed"] and first["action"] == "started"
+    pid = first["pid"]
+    assert sp.is_alive(pid) and sp.cmdline(pid) == SLEEPER
+
+    again, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    assert again["changed"] is False and again["pid"] == pid
+
+    other = SLEEPER[:2] + [SLEEPER[2] + " # v2"]
+    checked, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=other), check=True)
+    assert checked["changed"] and checked["action"] == "restarted" and sp.is_alive(pid)
+
+    restarted, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=other))
+    assert restarted["action"] == "restarted" and restarted["pid"] != pid
+    assert not sp.is_alive(pid) and sp.is_alive(restarted["pid"])
+
+    with open(first["log_file"]) as handle:
+        assert handle.read().count("started") == 2  # appended across restarts
+
+    stopped, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, state="absent"))
+    assert stopped["changed"] and stopped["action"] == "stopped"
+    assert not sp.is_alive(restarted["pid"])
+    again, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, state="absent"))
+    assert again["changed"] is False
+
+
+def test_a_changed_spec_file_restarts_it(run, state_dir, tmp_path):
+    config = tmp_path / "config"
+    config.write_text("one")
+    first, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
+    same, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
+    assert same["changed"] is False
+    config.write_text("two")
+    changed, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
+    assert changed["action"] == "restarted" and not sp.is_alive(first["pid"])
+
+
+def test_a_dead_process_is_started_again(run, state_dir):
+    first, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    sp.stop(first["pid"], 2)
+    again, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    assert again["action"] == "started" and again["pid"] != first["pid"] and sp.is_alive(again["pid"])
+
+
+def test_a_program_that_exits_at_start_fails_with_its_last_lines_and_leaves_nothing(run, state_dir):
+    argv = [sys.executable, "-c", "print('loading config'); print('fatal: no such flag --x'); raise SystemExit(3)"]
+    result, code = run(sim_process.main, dict(name="bad", state_dir=state_dir, argv=argv, start_grace=3))
+    assert code == 1
+    assert "bad exited with code 3" in result["msg"]
+    assert "fatal: no such flag --x" in result["msg"]
+    assert result["pid"] is None
+    assert not os.path.exists(os.path.join(state_dir, "bad.pid"))
+
+
+def test_a_taken_port_fails_naming_its_holder_and_starts_nothing(run, state_dir):
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        result, code = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, ports=[port]))
+    finally:
+        holder.close()
+    assert code == 1
+    assert "p was not started: port 127.0.0.1:%d is already in use by pid %d" % (port, os.getpid()) in result["msg"]
+    assert not os.path.exists(os.path.join(state_dir, "p.pid"))
+
+
+class _Health(BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self):
+        self.send_response(self.status)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_it_waits_for_the_health_url_and_fails_when_it_never_answers(run, state_dir):
+    server = HTTPServer(("127.0.0.1", 0), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "http://127.0.0.1:%d/healthz" % server.server_address[1]
+    try:
+        ok, code = run(sim_process.main, dict(name="h", state_dir=state_dir, argv=SLEEPER, health_url=url))
+        assert code == 0 and ok["health"] == "%s answered 200" % url
+        _Health.status = 503
+        bad, code = run(sim_process.main, dict(name="h2", state_dir=state_dir, argv=SLEEPER, health_url=url, wait_timeout=2))
+        assert code == 1 and "did not answer within 2 s" in bad["msg"] and "answered 503" in bad["msg"]
+        assert not os.path.exists(os.path.join(state_dir, "h2.pid"))
+    finally:
+        _Health.status = 200
+        server.shutdown()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (dict(name="../x", argv=["true"]), "name '../x' must be letters"),
+    (dict(name="p"), "argv is required with state=present"),
+    (dict(name="p", argv=["true"], wait_timeout=0), "wait_timeout must be a positive number"),
+    (dict(name="p", argv=["true"], ports=[70000]), "ports must be TCP ports (1-65535), got 70000"),
+    (dict(name="p", argv=["true"], health_url="127.0.0.1:80/healthz"), "health_url must start with http:// or https://"),
+    (dict(name="p", argv=["true"], state="paused"), "state"),
+])
+def test_sim_process_bad_input(run, state_dir, args, fragment):
+    result, code = run(sim_process.main, dict(args, state_dir=state_dir))
+    assert code == 1 and fragment in result["msg"], result
+    assert not os.path.exists(state_dir)
+
+
+def test_sim_ports_picks_free_ports_and_remembers_them(run, tmp_path):
+    path = str(tmp_path / "ports.json")
+    first, _ = run(sim_ports.main, dict(path=path, names=["a", "b"]))
+    ports = first["ports"]
+    assert first["changed"] and set(ports) == {"a", "b"} and ports["a"] != ports["b"]
+    assert all(20000 <= p <= 29999 and sp.port_in_use(p) is None for p in ports.values())
+    again, _ = run(sim_ports.main, dict(path=path, names=["a", "b"]))
+    assert again == dict(first, changed=False)
+    more, _ = run(sim_ports.main, dict(path=path, names=["a", "c"], fixed={"b": 23456}))
+    assert more["ports"]["a"] == ports["a"] and more["ports"]["b"] == 23456 and "c" in more["ports"]
+    with open(path) as handle:
+        assert json.load(handle) == more["ports"]
+
+
+def test_sim_ports_check_mode_writes_nothing(run, tmp_path):
+    path = str(tmp_path / "ports.json")
+    result, _ = run(sim_ports.main, dict(path=path, names=["a"]), check=True)
+    assert result["changed"] and not os.path.exists(path)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (dict(names=["a"], fixed={"a": "x"}), "fixed.a must be a TCP port"),
+    (dict(names=["a"], fixed={"a": 2000, "b": 2000}), "fixed gives one port to several names"),
+    (dict(names=["a"], range_start=30000, range_end=20000), "range_start <= range_end"),
+])
+def test_sim_ports_bad_input(run, tmp_path, args, fragment):
+    result, code = run(sim_ports.main, dict(args, path=str(tmp_path / "ports.json")))
+    assert code == 1 and fragment in result["msg"]
+
+
+def test_sim_ports_refuses_a_missing_directory(run, tmp_path):
+    result, code = run(sim_ports.main, dict(path=str(tmp_path / "nope" / "ports.json"), names=["a"]))
+    assert code == 1 and "does not exist" in result["msg"]
+
+
+def test_sim_tls_issues_certificates_that_verify_and_is_idempotent(run, tmp_path):
+    path = str(tmp_path / "tls")
+    first, _ = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook"}]))
+    assert first["changed"]
+    cert = os.path.join(first["servers"]["hook"], "tls.crt")
+    key = os.path.join(first["servers"]["hook"], "tls.key")
+    assert oct(os.stat(key).st_mode & 0o777) == "0o600"
+    again, _ = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook"}]))
+    assert again["changed"] is False and again["ca_bundle"] == first["ca_bundle"]
+
+    # a TLS server with that certificate verifies against the CA for 127.0.0.1
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve():
+        conn, _ = listener.accept()
+        with server_context.wrap_socket(conn, server_side=True) as tls:
+            tls.sendall(b"hello")
+
+    threading.Thread(target=serve, daemon=True).start()
+    client = ssl.create_default_context(cafile=first["ca_file"])
+    with socket.create_connection(listener.getsockname()) as raw:
+        with client.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            assert tls.recv(5) == b"hello"
+    listener.close()
+
+    other, _ = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook", "names": ["127.0.0.1", "example.test"]}]))
+    assert other["changed"] and other["ca_bundle"] == first["ca_bundle"]
+
+
+def test_sim_tls_check_mode_writes_nothing(run, tmp_path):
+    result, _ = run(sim_tls.main, dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "a"}]), check=True)
+    assert result["changed"] and result["ca_bundle"] == "" and not os.path.exists(str(tmp_path / "tls"))
+
+
+def test_sim_tls_bad_server_name(run, tmp_path):
+    result, code = run(sim_tls.main, dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "../up"}]))
+    assert code == 1 and "servers[0].name '../up'" in result["msg"]
+    assert not os.path.exists(str(tmp_path / "tls"))
+
+
+def test_stop_reaches_the_whole_session(state_dir, run):
+    argv = [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"]
+    started, _ = run(sim_process.main, dict(name="tree", state_dir=state_dir, argv=argv))
+    time.sleep(1)
+    children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _session(int(p)) == started["pid"]]
+    assert len(children) >= 2
+    run(sim_process.main, dict(name="tree", state_dir=state_dir, state="absent"))
+    time.sleep(0.5)
+    assert not [p for p in children if sp.is_alive(p)]
+
+
+def _session(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
