@@ -298,17 +298,13 @@ def _reap(pid):
 
 def check_health(url, ca_file=None, timeout=2.0):
     """``(ok, detail)``: whether ``url`` answers 2xx (HTTPS verified with ``ca_file`` when given)."""
+    from ansible.module_utils.urls import open_url
+    from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+
     try:
-        from urllib.request import urlopen
-        from urllib.error import HTTPError, URLError
-    except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
-        raise
-    context = None
-    if url.startswith("https://"):
-        context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl._create_unverified_context()
-    try:
-        response = urlopen(url, timeout=timeout, context=context)
-        return 200 <= response.status < 300, "%s answered %d" % (url, response.status)
+        response = open_url(url, timeout=timeout, validate_certs=bool(ca_file), ca_path=ca_file, use_proxy=False)
+        status = response.getcode()
+        return 200 <= status < 300, "%s answered %d" % (url, status)
     except HTTPError as error:
         return False, "%s answered %d" % (url, error.code)
     except (URLError, OSError, ssl.SSLError) as error:

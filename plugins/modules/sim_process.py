@@ -72,8 +72,8 @@ options:
     type: path
   spec_files:
     description:
-      - Files that belong to the process's spec by their content (its program, its configuration):
-        when one changes, a running process is restarted.
+      - Files that belong to the process's spec by their content (its program, its
+        configuration). When one changes, a running process is restarted.
     type: list
     elements: path
     default: []
@@ -275,15 +275,18 @@ def main():
     for port in params["ports"]:
         taken = port_in_use(port)
         if taken:
-            module.fail_json(msg="%s was not started: %s" % (name, taken), **dict(result, changed=bool(pid), pid=None))
+            result.update(changed=bool(pid), pid=None)
+            module.fail_json(msg="%s was not started: %s" % (name, taken), **result)
     if not os.path.isdir(chdir):
-        module.fail_json(msg="%s was not started: chdir %s does not exist" % (name, chdir), **dict(result, pid=None))
+        result.update(pid=None)
+        module.fail_json(msg="%s was not started: chdir %s does not exist" % (name, chdir), **result)
 
     try:
         mark = os.path.getsize(files["log"]) if os.path.exists(files["log"]) else 0
         proc = start(new_spec, files["log"])
     except SimProcessError as err:
-        module.fail_json(msg="%s: %s" % (name, err), **dict(result, pid=None))
+        result.update(pid=None)
+        module.fail_json(msg="%s: %s" % (name, err), **result)
     write_state(files, proc.pid, new_spec)
     ok, detail = wait_started(proc, params["health_url"], params["health_ca_file"], params["wait_timeout"], params["start_grace"])
     if not ok:
@@ -293,10 +296,8 @@ def main():
             pass
         proc.poll()
         forget(files)
-        module.fail_json(
-            msg="%s %s; it was stopped. Last lines of %s:\n%s" % (name, detail, files["log"], _since(files["log"], mark)),
-            **dict(result, pid=None)
-        )
+        result.update(pid=None)
+        module.fail_json(msg="%s %s; it was stopped. Last lines of %s:\n%s" % (name, detail, files["log"], _since(files["log"], mark)), **result)
     result.update(pid=proc.pid)
     if params["health_url"]:
         result["health"] = detail

@@ -228,7 +228,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0], allow_abbrev=False)
     parser.add_argument("--listen", "-listen", default=":8443", help="address to listen on (default :8443)")
     parser.add_argument("--tls-cert-file", "-tls-cert-file", default="", help="TLS certificate file")
     parser.add_argument("--tls-private-key-file", "-tls-private-key-file", default="", help="TLS private key file")

@@ -37,7 +37,6 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import datetime
-import json
 import os
 import signal
 import ssl
@@ -656,7 +655,7 @@ def reservations(args):
 # --- command line --------------------------------------------------------------------------
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0], allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
 
     run_cmd = commands.add_parser("run", help="run a program with its output in a CRI-format log")

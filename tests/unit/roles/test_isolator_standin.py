@@ -97,13 +97,13 @@ def test_opt_out_false_in_any_case(value):
 
 
 def test_opt_out_with_another_value_still_injects():
-    _, patch, _ = decide(pod({"gpu-memory": "1", "kai-resource-isolator.io/inject": "true"}))
+    dummy, patch, dummy = decide(pod({"gpu-memory": "1", "kai-resource-isolator.io/inject": "true"}))
     assert patch == FULL_REGULAR
 
 
 def test_container_name_annotation_picks_a_regular_container():
     containers = [{"name": "sidecar"}, {"name": "gpu", "env": [{"name": "X", "value": "1"}], "volumeMounts": [{"name": "data", "mountPath": "/d"}]}]
-    _, patch, _ = decide(pod({"gpu-fraction": "0.5", "gpu-fraction-container-name": "gpu"}, containers=containers))
+    dummy, patch, dummy = decide(pod({"gpu-fraction": "0.5", "gpu-fraction-container-name": "gpu"}, containers=containers))
     assert patch == [
         {"op": "add", "path": "/spec/volumes", "value": [VGPU, CONTAINERS, LOCK]},
         {"op": "add", "path": "/spec/containers/1/volumeMounts/-", "value": M_VGPU},
@@ -119,7 +119,7 @@ def test_container_name_annotation_picks_a_regular_container():
 def test_an_init_container_of_that_name_wins_and_gets_only_the_vgpu_volume_and_two_mounts():
     init = [{"name": "gpu"}]
     containers = [{"name": "gpu"}]
-    _, patch, _ = decide(pod({"gpu-memory": "100", "gpu-fraction-container-name": "gpu"}, containers=containers, init=init))
+    dummy, patch, dummy = decide(pod({"gpu-memory": "100", "gpu-fraction-container-name": "gpu"}, containers=containers, init=init))
     assert patch == [
         {"op": "add", "path": "/spec/volumes", "value": [VGPU]},
         {"op": "add", "path": "/spec/initContainers/0/volumeMounts", "value": [M_VGPU, M_PRELOAD]},
@@ -135,7 +135,7 @@ def test_a_missing_named_container_is_denied():
 
 
 def test_a_pod_without_containers_is_denied():
-    response, _, _ = decide(pod({"gpu-memory": "1"}, containers=[]))
+    response, dummy, dummy = decide(pod({"gpu-memory": "1"}, containers=[]))
     assert response["allowed"] is False
     assert response["status"] == {"code": 500, "message": "pod has no containers"}
 
@@ -147,7 +147,7 @@ def test_existing_volume_mount_and_env_of_the_same_name_are_left_as_they_are():
         "env": [{"name": "CONTAINER_VGPU_MOUNT", "value": "/mine"}, {"name": "POD_UID", "value": "fixed"}],
     }
     volumes = [{"name": "kai-resource-isolator-containers", "emptyDir": {}}]
-    _, patch, _ = decide(pod({"gpu-memory": "1"}, containers=[container], volumes=volumes))
+    dummy, patch, dummy = decide(pod({"gpu-memory": "1"}, containers=[container], volumes=volumes))
     assert patch == [
         {"op": "add", "path": "/spec/volumes/-", "value": VGPU},
         {"op": "add", "path": "/spec/volumes/-", "value": LOCK},
@@ -167,7 +167,7 @@ def test_everything_present_gives_no_patch():
 
 
 def test_the_mount_flag_moves_the_host_paths_and_the_env():
-    _, patch, _ = decide(pod({"gpu-memory": "1"}), mount="/opt/hami")
+    dummy, patch, dummy = decide(pod({"gpu-memory": "1"}), mount="/opt/hami")
     assert patch[0]["value"][0]["hostPath"]["path"] == "/opt/hami"
     assert patch[0]["value"][1]["hostPath"]["path"] == "/opt/hami/containers"
     assert patch[0]["value"][2]["hostPath"]["path"] == "/tmp/vgpulock"
@@ -178,7 +178,7 @@ def test_the_mount_flag_moves_the_host_paths_and_the_env():
 def test_the_operation_is_not_checked():
     body = json.loads(admission(pod({"gpu-memory": "1"})))
     body["request"]["operation"] = "UPDATE"
-    status, payload, _ = standin.review(json.dumps(body).encode())
+    status, payload, dummy = standin.review(json.dumps(body).encode())
     assert status == 200 and "patch" in payload["response"]
 
 
@@ -192,7 +192,7 @@ def test_an_undecodable_pod_is_denied_with_400():
 @pytest.mark.parametrize("body", [b"{}", b"not json", json.dumps({"request": {"object": {}}}).encode(),
                                   json.dumps({"request": {"uid": "", "object": {}}}).encode()])
 def test_a_review_without_request_uid_is_refused(body):
-    status, payload, _ = standin.review(body)
+    status, payload, dummy = standin.review(body)
     assert status == 400 and "request.uid is required" in payload
 
 
@@ -219,7 +219,7 @@ def certs(tmp_path_factory):
     from ansible_collections.gpulab.kai_hami.plugins.module_utils import sim_tls
 
     directory = str(tmp_path_factory.mktemp("tls"))
-    ca_cert, ca_key, _ = sim_tls.ensure_ca(directory, "test CA")
+    ca_cert, ca_key, dummy = sim_tls.ensure_ca(directory, "test CA")
     sim_tls.ensure_server(directory, "isolator", ["127.0.0.1"], ca_cert, ca_key)
     return directory
 
@@ -269,7 +269,7 @@ def test_a_cert_file_that_cannot_be_read_stops_it_at_start(certs, tmp_path, whic
     port = free_port()
     proc = start(["--listen", "127.0.0.1:%d" % port, "--tls-cert-file", cert,
                   "--tls-private-key-file", os.path.join(certs, "isolator", "tls.key")])
-    output, _ = proc.communicate(timeout=20)
+    output, dummy = proc.communicate(timeout=20)
     assert proc.returncode == 1
     assert "cannot read --tls-cert-file %s" % cert in output
     with socket.socket() as sock:

@@ -67,7 +67,7 @@ done
 goproxy_url() {
   local proxy="${GOPROXY:-}"
   [[ -n "${proxy}" ]] || proxy="$(go env GOPROXY 2>/dev/null || echo https://proxy.golang.org)"
-  tr ',|' '\n\n' <<<"${proxy}" | grep -E '^https?://' | head -n1 || true
+  tr ',|' '\n' <<<"${proxy}" | grep -E '^https?://' | head -n1 || true
 }
 
 # served MODULE VERSION: does the Go module proxy serve MODULE@VERSION? (0 yes, 1 no, 2 unknown)
@@ -98,7 +98,7 @@ if [[ -n "${KAI_VERSION_WANTED}" ]]; then
 else
   not_served=()
   for r in "${KAI_ROWS[@]}"; do
-    IFS='|' read -r v m f <<<"${r}"
+    IFS='|' read -r v m _ <<<"${r}"
     rc=0; served "${m}" "${v}" || rc=$?
     if [[ ${rc} == 0 ]]; then
       kai_pick "${r}"
@@ -112,6 +112,8 @@ else
   [[ -n "${KAI_VERSION}" ]] || die "the Go module proxy $(goproxy_url) serves none of KAI's versions in versions.env: ${not_served[*]}"
 fi
 
+# K8S_VERSION and the others are read from versions.env above.
+# shellcheck disable=SC2153
 CACHE_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}"
 SIM_BIN_ROOT="${SIM_BIN_ROOT:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin}"
 SIM_BIN_DIR="${SIM_BIN_DIR:-${SIM_BIN_ROOT}/${CACHE_KEY}/bin}"

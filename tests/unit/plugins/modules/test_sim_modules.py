@@ -56,42 +56,42 @@ def test_start_then_no_change_then_restart_on_a_new_spec_then_stop(run, state_di
     pid = first["pid"]
     assert sp.is_alive(pid) and sp.cmdline(pid) == SLEEPER
 
-    again, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    again, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
     assert again["changed"] is False and again["pid"] == pid
 
     other = SLEEPER[:2] + [SLEEPER[2] + " # v2"]
-    checked, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=other), check=True)
+    checked, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=other), check=True)
     assert checked["changed"] and checked["action"] == "restarted" and sp.is_alive(pid)
 
-    restarted, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=other))
+    restarted, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=other))
     assert restarted["action"] == "restarted" and restarted["pid"] != pid
     assert not sp.is_alive(pid) and sp.is_alive(restarted["pid"])
 
     with open(first["log_file"]) as handle:
         assert handle.read().count("started") == 2  # appended across restarts
 
-    stopped, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, state="absent"))
+    stopped, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, state="absent"))
     assert stopped["changed"] and stopped["action"] == "stopped"
     assert not sp.is_alive(restarted["pid"])
-    again, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, state="absent"))
+    again, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, state="absent"))
     assert again["changed"] is False
 
 
 def test_a_changed_spec_file_restarts_it(run, state_dir, tmp_path):
     config = tmp_path / "config"
     config.write_text("one")
-    first, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
-    same, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
+    first, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
+    same, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
     assert same["changed"] is False
     config.write_text("two")
-    changed, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
+    changed, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER, spec_files=[str(config)]))
     assert changed["action"] == "restarted" and not sp.is_alive(first["pid"])
 
 
 def test_a_dead_process_is_started_again(run, state_dir):
-    first, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    first, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
     sp.stop(first["pid"], 2)
-    again, _ = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    again, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
     assert again["action"] == "started" and again["pid"] != first["pid"] and sp.is_alive(again["pid"])
 
 
@@ -162,13 +162,13 @@ def test_sim_process_bad_input(run, state_dir, args, fragment):
 
 def test_sim_ports_picks_free_ports_and_remembers_them(run, tmp_path):
     path = str(tmp_path / "ports.json")
-    first, _ = run(sim_ports.main, dict(path=path, names=["a", "b"]))
+    first, dummy = run(sim_ports.main, dict(path=path, names=["a", "b"]))
     ports = first["ports"]
     assert first["changed"] and set(ports) == {"a", "b"} and ports["a"] != ports["b"]
     assert all(20000 <= p <= 29999 and sp.port_in_use(p) is None for p in ports.values())
-    again, _ = run(sim_ports.main, dict(path=path, names=["a", "b"]))
+    again, dummy = run(sim_ports.main, dict(path=path, names=["a", "b"]))
     assert again == dict(first, changed=False)
-    more, _ = run(sim_ports.main, dict(path=path, names=["a", "c"], fixed={"b": 23456}))
+    more, dummy = run(sim_ports.main, dict(path=path, names=["a", "c"], fixed={"b": 23456}))
     assert more["ports"]["a"] == ports["a"] and more["ports"]["b"] == 23456 and "c" in more["ports"]
     with open(path) as handle:
         assert json.load(handle) == more["ports"]
@@ -176,7 +176,7 @@ def test_sim_ports_picks_free_ports_and_remembers_them(run, tmp_path):
 
 def test_sim_ports_check_mode_writes_nothing(run, tmp_path):
     path = str(tmp_path / "ports.json")
-    result, _ = run(sim_ports.main, dict(path=path, names=["a"]), check=True)
+    result, dummy = run(sim_ports.main, dict(path=path, names=["a"]), check=True)
     assert result["changed"] and not os.path.exists(path)
 
 
@@ -197,12 +197,12 @@ def test_sim_ports_refuses_a_missing_directory(run, tmp_path):
 
 def test_sim_tls_issues_certificates_that_verify_and_is_idempotent(run, tmp_path):
     path = str(tmp_path / "tls")
-    first, _ = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook"}]))
+    first, dummy = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook"}]))
     assert first["changed"]
     cert = os.path.join(first["servers"]["hook"], "tls.crt")
     key = os.path.join(first["servers"]["hook"], "tls.key")
     assert oct(os.stat(key).st_mode & 0o777) == "0o600"
-    again, _ = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook"}]))
+    again, dummy = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook"}]))
     assert again["changed"] is False and again["ca_bundle"] == first["ca_bundle"]
 
     # a TLS server with that certificate verifies against the CA for 127.0.0.1
@@ -213,7 +213,7 @@ def test_sim_tls_issues_certificates_that_verify_and_is_idempotent(run, tmp_path
     listener.listen(1)
 
     def serve():
-        conn, _ = listener.accept()
+        conn, dummy = listener.accept()
         with server_context.wrap_socket(conn, server_side=True) as tls:
             tls.sendall(b"hello")
 
@@ -224,12 +224,12 @@ def test_sim_tls_issues_certificates_that_verify_and_is_idempotent(run, tmp_path
             assert tls.recv(5) == b"hello"
     listener.close()
 
-    other, _ = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook", "names": ["127.0.0.1", "example.test"]}]))
+    other, dummy = run(sim_tls.main, dict(path=path, common_name="test CA", servers=[{"name": "hook", "names": ["127.0.0.1", "example.test"]}]))
     assert other["changed"] and other["ca_bundle"] == first["ca_bundle"]
 
 
 def test_sim_tls_check_mode_writes_nothing(run, tmp_path):
-    result, _ = run(sim_tls.main, dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "a"}]), check=True)
+    result, dummy = run(sim_tls.main, dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "a"}]), check=True)
     assert result["changed"] and result["ca_bundle"] == "" and not os.path.exists(str(tmp_path / "tls"))
 
 
@@ -241,7 +241,7 @@ def test_sim_tls_bad_server_name(run, tmp_path):
 
 def test_stop_reaches_the_whole_session(state_dir, run):
     argv = [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); time.sleep(600)"]
-    started, _ = run(sim_process.main, dict(name="tree", state_dir=state_dir, argv=argv))
+    started, dummy = run(sim_process.main, dict(name="tree", state_dir=state_dir, argv=argv))
     time.sleep(1)
     children = [int(p) for p in os.listdir("/proc") if p.isdigit() and _session(int(p)) == started["pid"]]
     assert len(children) >= 2
