@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.claims import c9_hamicore_numbers
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.provenance import provenance
 
 
@@ -15,8 +16,15 @@ def lab11_provenance(kai_deployment, isolator_deployment=None):
     return provenance(kai_deployment, isolator_deployment)
 
 
+def lab11_c9_hamicore_numbers(first_pod, second_pod, requests_mib, node_memory_label, configmaps, reservation_pods,
+                              scheduler_lines, queue, whole_gpus=1):
+    """C9's decision: ``{'holds', 'evidence'}`` (see module_utils/claims.py)."""
+    return c9_hamicore_numbers(first_pod, second_pod, requests_mib, node_memory_label, configmaps, reservation_pods,
+                               scheduler_lines, queue, whole_gpus)
+
+
 class FilterModule(object):
     """Lab 11 filters."""
 
     def filters(self):
-        return {"lab11_provenance": lab11_provenance}
+        return {"lab11_provenance": lab11_provenance, "lab11_c9_hamicore_numbers": lab11_c9_hamicore_numbers}

@@ -90,6 +90,7 @@ def sim_cluster(tmp_path_factory):
         sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"),
         sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""),
         sim_cluster_extra_gpu_nodes=EXTRA_NODES,
+        sim_cluster_gpu_node_name=GPU_NODE,
     )
     up = run_playbook(variables, dict(sim_cluster_state="present"))
     if up.returncode != 0:

@@ -37,6 +37,7 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import datetime
+import json
 import os
 import signal
 import ssl
@@ -51,6 +52,8 @@ LOG_FILE_ANNOTATION = "gpulab.kai-hami/log-file"
 HEALTH_URL_ANNOTATION = "gpulab.kai-hami/health-url"
 HEALTH_CA_ANNOTATION = "gpulab.kai-hami/health-ca-file"
 LOGS_API = ("kwok.x-k8s.io", "v1alpha1", "logs")
+GPU_GROUP_LABEL = "runai-gpu-group"
+GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
 POLL_SECONDS = 1.0
 
 
@@ -544,6 +547,7 @@ class Reservations(object):
         self.args = args
         self.running = {}  # pod uid -> (Popen, pod name, log path, pump thread)
         self.finished = set()
+        self.without_gpu = set()
 
     def _pid_file(self, uid):
         return os.path.join(self.args.state_dir, uid + ".pid")
@@ -560,27 +564,81 @@ class Reservations(object):
                     pass
                 os.unlink(path)
 
-    def environment(self, pod):
+    def environment(self, pod, uuid=None):
         env = dict((k, os.environ[k]) for k in ("PATH", "HOME", "LANG") if k in os.environ)
         env.update(POD_NAME=pod["metadata"]["name"], POD_NAMESPACE=pod["metadata"]["namespace"], KUBECONFIG=self.args.kubeconfig)
         env.update(self.args.env)
+        if self.args.mock_nvml_dir:
+            env.update(LD_LIBRARY_PATH=self.args.mock_nvml_dir, MOCK_NVML_UUID=uuid, MOCK_NVML_NAME=self.args.gpu_name,
+                       MOCK_NVML_MEMORY_MIB=str(self.args.gpu_memory_mib))
         return env
 
-    def start(self, pod):
+    def choose_gpu(self, pod, pods):
+        """The UUID a reservation pod's app reports with the mock NVML library.
+
+        Reservation pods of one GPU group share one GPU. A group keeps the UUID it was given
+        (remembered in the state directory, so a restarted runner gives the same); a new group
+        gets the node's first GPU that no other group on that node holds. None when all are held.
+        """
+        path = os.path.join(self.args.state_dir, "gpus.json")
+        try:
+            with open(path) as handle:
+                remembered = json.load(handle)
+        except (OSError, ValueError):
+            remembered = {}
+        live = {}
+        for other in pods:
+            node = (other.get("spec") or {}).get("nodeName")
+            group = ((other["metadata"].get("labels") or {}).get(GPU_GROUP_LABEL))
+            if node and group:
+                annotated = (other["metadata"].get("annotations") or {}).get(GPU_INDEX_ANNOTATION)
+                live.setdefault(node, {})
+                if annotated or group not in live[node]:
+                    live[node][group] = annotated or live[node].get(group)
+        mapping = {}
+        for node, groups in live.items():
+            for group, annotated in groups.items():
+                uuid = annotated or remembered.get(node, {}).get(group)
+                if uuid:
+                    mapping.setdefault(node, {})[group] = uuid
+        node = pod["spec"]["nodeName"]
+        group = (pod["metadata"].get("labels") or {}).get(GPU_GROUP_LABEL)
+        uuid = mapping.get(node, {}).get(group)
+        if uuid is None:
+            held = set(mapping.get(node, {}).values())
+            uuid = next((u for u in self.args.gpu_uuid if u not in held), None)
+            if uuid is not None:
+                mapping.setdefault(node, {})[group] = uuid
+        with open(path + ".tmp", "w") as handle:
+            json.dump(mapping, handle, indent=1, sort_keys=True)
+        os.rename(path + ".tmp", path)
+        return uuid
+
+    def start(self, pod, pods):
         """Run the app like the pod would: in a network namespace of its own (``pod`` above)."""
         meta = pod["metadata"]
+        uuid = None
+        if self.args.mock_nvml_dir:
+            uuid = self.choose_gpu(pod, pods)
+            if uuid is None:
+                if meta["uid"] not in self.without_gpu:
+                    self.without_gpu.add(meta["uid"])
+                    say("reservation pod %s/%s: every GPU of node %s is held by another GPU group; its app is not started"
+                        % (meta["namespace"], meta["name"], pod["spec"].get("nodeName")))
+                return
         log_path = os.path.join(self.args.state_dir, "%s.log" % meta["name"])
         argv = [sys.executable, os.path.abspath(__file__), "pod", "--log", log_path]
         argv += ["--reach=%d" % port for port in self.args.reach]
         argv += ["--", self.args.program]
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=self.environment(pod), cwd=self.args.state_dir)
+                                env=self.environment(pod, uuid), cwd=self.args.state_dir)
         with open(self._pid_file(meta["uid"]), "w") as handle:
             handle.write("%d\n" % proc.pid)
         self.running[meta["uid"]] = (proc, meta["name"], log_path)
         self.api.ensure_logs(pod, log_path)
-        say("reservation pod %s/%s on node %s: started %s (pid %d)" % (
-            meta["namespace"], meta["name"], pod["spec"].get("nodeName"), os.path.basename(self.args.program), proc.pid))
+        say("reservation pod %s/%s on node %s: started %s (pid %d)%s" % (
+            meta["namespace"], meta["name"], pod["spec"].get("nodeName"), os.path.basename(self.args.program), proc.pid,
+            ", with the mock NVML library reporting %s" % uuid if uuid else ", with no NVML library on its path"))
 
     def stop(self, uid, reason):
         proc, name, log_path = self.running.pop(uid)
@@ -609,7 +667,7 @@ class Reservations(object):
                 continue
             current[meta["uid"]] = pod
             if meta["uid"] not in self.running and meta["uid"] not in self.finished:
-                self.start(pod)
+                self.start(pod, pods)
         for uid in list(self.running):
             if uid not in current:
                 self.stop(uid, "its pod is gone")
@@ -682,6 +740,10 @@ def parse_args(argv):
     res.add_argument("--env", action="append", default=[], help="NAME=VALUE for every app (repeatable)")
     res.add_argument("--reach", action="append", type=int, default=[], help="host 127.0.0.1 port each app reaches (the API server)")
     res.add_argument("--notice", action="append", default=[], help="a line to log at start (repeatable)")
+    res.add_argument("--mock-nvml-dir", default="", help="directory of a mock libnvidia-ml.so.1 to put on the apps' library path")
+    res.add_argument("--gpu-uuid", action="append", default=[], help="the node's GPU UUIDs, in order (with --mock-nvml-dir)")
+    res.add_argument("--gpu-name", default="NVIDIA A100-SXM4-40GB", help="the GPUs' name (with --mock-nvml-dir)")
+    res.add_argument("--gpu-memory-mib", type=int, default=40960, help="the GPUs' memory (with --mock-nvml-dir)")
 
     args = parser.parse_args(argv)
     if args.command in ("run", "pod"):
@@ -697,6 +759,8 @@ def parse_args(argv):
             pairs.append((int(host), int(inside)))
         args.expose = pairs
     if args.command == "reservations":
+        if args.mock_nvml_dir and not args.gpu_uuid:
+            parser.error("--mock-nvml-dir needs the node's GPU UUIDs (--gpu-uuid)")
         pairs = {}
         for item in args.env:
             name, sep, value = item.partition("=")

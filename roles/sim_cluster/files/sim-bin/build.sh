@@ -3,8 +3,9 @@
 # (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl,
 # kai-crds) and KAI-scheduler's programs (kai-scheduler, kai-binder, kai-admission,
 # kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation)
-# from Go modules only, into a cache directory keyed by the versions
-# pinned in roles/sim_cluster/files/sim-bin/versions.env.  Nothing prebuilt is ever downloaded: Go
+# from Go modules only, and our mock NVML library (mock-nvml/libnvidia-ml.so.1, from C),
+# into a cache directory keyed by the versions pinned in
+# roles/sim_cluster/files/sim-bin/versions.env.  Nothing prebuilt is ever downloaded: Go
 # modules come from GOPROXY and are checked against the committed go.sum files
 # (GOTOOLCHAIN=local, so no Go toolchain is downloaded either).
 #
@@ -395,6 +396,35 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
     else
       selected kai-crds && FAILED+=(kai-crds)
       for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && FAILED+=("kai-${p}"); done
+    fi
+  fi
+fi
+
+# --- the mock NVML library (ours, C) ------------------------------------------
+# libnvidia-ml.so.1 with one device, for the sim's "mock_nvml" boundary mode (KAI's
+# reservation app loads it). Rebuilt when its source changes.
+if selected mock-nvml; then
+  src="${SCRIPT_DIR}/mock-nvml/mock_nvml.c"
+  out="${SIM_BIN_DIR}/mock-nvml/libnvidia-ml.so.1"
+  want="$(sha256sum "${src}" | cut -d' ' -f1)"
+  t0="$(date +%s.%N)"
+  if [[ "${SIM_BIN_FORCE:-0}" != 1 && -f "${out}" && "$(cat "${out}.source-sha256" 2>/dev/null)" == "${want}" ]]; then
+    printf '%-24s cached  %6ss  (%s)\n' mock-nvml "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"
+  elif ! command -v "${CC:-gcc}" >/dev/null 2>&1; then
+    echo "build.sh: mock-nvml needs a C compiler (${CC:-gcc}) and none was found" >&2
+    FAILED+=(mock-nvml)
+  else
+    mkdir -p "$(dirname "${out}")"
+    if "${CC:-gcc}" -shared -fPIC -O2 -Wall -Wextra -Werror -Wl,-soname,libnvidia-ml.so.1 \
+         -o "${out}.tmp" "${src}" >"${LOG_DIR}/mock-nvml.log" 2>&1; then
+      mv -f "${out}.tmp" "${out}"
+      echo "${want}" >"${out}.source-sha256"
+      printf '%-24s built   %6ss  (%s)\n' mock-nvml "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"
+    else
+      echo "build.sh: building mock-nvml failed:" >&2
+      cat "${LOG_DIR}/mock-nvml.log" >&2
+      rm -f "${out}.tmp"
+      FAILED+=(mock-nvml)
     fi
   fi
 fi

@@ -9,7 +9,7 @@ def deployment(image=None, annotations=None):
 
 
 def test_registered():
-    assert set(FilterModule().filters()) == {"lab11_provenance"}
+    assert set(FilterModule().filters()) == {"lab11_provenance", "lab11_c9_hamicore_numbers"}
 
 
 def test_kind_reads_the_image_tags():
