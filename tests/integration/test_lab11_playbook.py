@@ -151,6 +151,7 @@ def test_the_lab_on_the_sim_holds_is_idempotent_survives_a_killed_scheduler_and_
         assert env["CONTAINER_VGPU_MOUNT"]["value"] == "/usr/local/vgpu"
         mounts = {(m["mountPath"], m.get("subPath")) for m in container["volumeMounts"]}
         assert {("/etc/ld.so.preload", "ld.so.preload"), ("/usr/local/vgpu", None)} <= mounts
+        isolator_opt_outs(kube)
         queues = {q["metadata"]["name"]: q["spec"].get("parentQueue") for q in
                   kube.resources.get(api_version="scheduling.run.ai/v2", kind="Queue").get().to_dict()["items"]}
         assert queues == {"default": None, "default-queue": "default", "default-parent-queue": None}
@@ -206,6 +207,35 @@ def test_the_lab_on_the_sim_holds_is_idempotent_survives_a_killed_scheduler_and_
     assert session_members(leaders) == []
     assert listeners_of(pids) == []
     assert not os.path.exists(workdir)
+
+
+def isolator_opt_outs(kube):
+    """Through the real admission chain (server-side dry-runs): a pod annotated
+    kai-resource-isolator.io/inject "false", and a pod in a namespace labelled
+    kai-resource-isolator.io/webhook: ignore, get none of the isolator's changes - while KAI's
+    admission still gives them runtimeClassName nvidia - and an annotated pod gets them all."""
+    pods = kube.resources.get(api_version="v1", kind="Pod")
+    namespaces = kube.resources.get(api_version="v1", kind="Namespace")
+
+    def dry_run(namespace, annotations):
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "lab11-opt-out", "annotations": annotations},
+                "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "app", "image": "busybox:1.37"}]}}
+        created = pods.create(body=body, namespace=namespace, dry_run="All").to_dict()
+        volumes = [v["name"] for v in created["spec"].get("volumes", []) if v["name"].startswith("kai-resource-isolator-")]
+        env = [e["name"] for e in created["spec"]["containers"][0].get("env", [])]
+        return created["spec"].get("runtimeClassName"), volumes, env
+
+    runtime, volumes, env = dry_run("default", {"gpu-memory": "1024"})
+    assert runtime == "nvidia" and len(volumes) == 3 and "CONTAINER_VGPU_MOUNT" in env
+    runtime, volumes, env = dry_run("default", {"gpu-memory": "1024", "kai-resource-isolator.io/inject": "false"})
+    assert runtime == "nvidia" and volumes == [] and "CONTAINER_VGPU_MOUNT" not in env
+    namespaces.create(body={"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": "lab11-isolator-ignored", "labels": {"kai-resource-isolator.io/webhook": "ignore"}}})
+    try:
+        runtime, volumes, env = dry_run("lab11-isolator-ignored", {"gpu-memory": "1024"})
+        assert runtime == "nvidia" and volumes == [] and "CONTAINER_VGPU_MOUNT" not in env
+    finally:
+        namespaces.delete(name="lab11-isolator-ignored")
 
 
 def late_label_experiment(kube, variables, workdir):
