@@ -26,7 +26,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 
-.PHONY: help test lab lab-clean molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench requirements clean clean-cache
+.PHONY: help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -87,14 +87,18 @@ changelog-lint: venv ## antsibull-changelog lint of the fragments
 sim-bin: ## Build the sim platform's binaries from Go modules (warm: seconds)
 	$(SIM_BIN)/build.sh
 
-pytest: collections sim-bin ## Unit tests, then integration tests against a sim cluster
-	pytest
+pytest: collections sim-bin ## Unit and integration tests (a shared sim cluster), then the lab end to end (Molecule's sim scenarios)
+	pytest tests/unit tests/integration
+	pytest tests/lab
 
 units: collections ## Unit tests only (no cluster)
 	pytest tests/unit
 
-integration: collections sim-bin ## Integration tests against a sim cluster only
+integration: collections sim-bin ## Integration tests against a shared sim cluster only
 	pytest tests/integration
+
+lab-tests: collections sim-bin ## The lab end to end only: Molecule's sim scenarios and playbooks/lab11.yml
+	pytest tests/lab
 
 bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8s loop (prints figures and ratios)
 	python tools/bench.py

@@ -18,66 +18,20 @@ import tempfile
 
 import pytest
 
-PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "sim_cluster.yml")
-INVENTORY = os.path.join(os.path.dirname(__file__), "inventory.yml")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from simtools import (  # noqa: E402  pylint: disable=wrong-import-position,unused-import
+    BIN,
+    INVENTORY,
+    PLAYBOOK,
+    cluster_pids,
+    listeners_of,
+    run_playbook,
+    session_members,
+    sim_process_pids,
+)
+
 GPU_NODE = "kai-hami-test-control-plane"
-EXTRA_NODES = int(os.environ.get("SIM_EXTRA_NODES", "500"))
-BIN = os.path.dirname(sys.executable)
-
-
-def run_playbook(*extra_vars, playbook=PLAYBOOK, options=(), env=None):
-    """ansible-playbook PLAYBOOK (default: the sim_cluster role) with the given extra vars."""
-    command = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, playbook] + list(options)
-    for item in extra_vars:
-        command += ["-e", json.dumps(item)]
-    return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
-
-
-def cluster_pids(workdir, name):
-    pid_dir = os.path.join(workdir, "kwok", "clusters", name, "pids")
-    pids = []
-    for entry in sorted(os.listdir(pid_dir)):
-        with open(os.path.join(pid_dir, entry)) as handle:
-            pids.append(int(handle.read().strip()))
-    return pids
-
-
-def sim_process_pids(state_dir):
-    """Pids recorded by gpulab.kai_hami.sim_process in a state directory (``*.pid``)."""
-    pids = []
-    if os.path.isdir(state_dir):
-        for entry in sorted(os.listdir(state_dir)):
-            if entry.endswith(".pid"):
-                with open(os.path.join(state_dir, entry)) as handle:
-                    pids.append(int(handle.read().strip()))
-    return pids
-
-
-def session_members(leaders):
-    """Pids of the live processes in the sessions led by ``leaders`` (a sim process and its children)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] not in ("Z", "X") and int(fields[3]) in leaders:
-            members.append(int(entry))
-    return members
-
-
-def listeners_of(pids):
-    """``[(local address, pid)]`` of the TCP listeners those processes hold (from ss)."""
-    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
-    found = []
-    for line in out.splitlines():
-        for pid in pids:
-            if "pid=%d," % pid in line:
-                found.append((line.split()[3], pid))
-    return found
+EXTRA_NODES = int(os.environ.get("SIM_EXTRA_NODES", "200"))
 
 
 @pytest.fixture(scope="session")

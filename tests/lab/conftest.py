@@ -1,0 +1,53 @@
+"""The lab end to end on the sim platform: Molecule's scenarios and playbooks/lab11.yml.
+
+These run in a pytest session of their own (``make pytest`` runs tests/lab after
+tests/unit and tests/integration), so the integration tests' shared cluster is gone by then.
+Molecule runs through pytest so that a Molecule failure is a failed test. The ``sim`` scenario
+is run once, without its final destroy: the tests of playbooks/lab11.yml then use the lab it
+converged (a killed scheduler, the late-label experiment, cleanup), and the scenario is
+destroyed at the end of the session.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from simtools import (  # noqa: E402  pylint: disable=wrong-import-position,unused-import
+    BIN,
+    ROOT,
+    cluster_pids,
+    listeners_of,
+    run_playbook,
+    session_members,
+    sim_process_pids,
+)
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\]8;;[^\x1b]*\x1b\\")
+MOLECULE_SIM_NAME = "molecule-sim"  # molecule/sim/vars/lab11.yml
+
+
+def molecule(*args):
+    """Run molecule in the checkout; returns (returncode, its output without colour codes)."""
+    done = subprocess.run([os.path.join(BIN, "molecule")] + list(args), cwd=ROOT, capture_output=True, text=True,
+                          check=False, env=dict(os.environ, NO_COLOR="1"))
+    output = ANSI.sub("", done.stdout + done.stderr)
+    print(output[-30000:])
+    return done.returncode, output
+
+
+def step_succeeded(output, scenario, step):
+    return re.search(r"^%s (?:>|➜) %s: Executed: Successful\s*$" % (scenario, step), output, re.M) is not None
+
+
+@pytest.fixture(scope="session")
+def molecule_sim():
+    """``molecule test -s sim --destroy never``; the lab it converged stays up for the session."""
+    returncode, output = molecule("test", "-s", "sim", "--destroy", "never")
+    yield dict(returncode=returncode, output=output, name=MOLECULE_SIM_NAME,
+               workdir=os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "sim", MOLECULE_SIM_NAME))
+    destroyed, destroy_output = molecule("destroy", "-s", "sim")
+    assert destroyed == 0 and step_succeeded(destroy_output, "sim", "destroy"), destroy_output[-4000:]

@@ -1,0 +1,70 @@
+"""Helpers shared by the integration tests (tests/integration) and the lab tests (tests/lab):
+running playbooks, and finding the processes, sessions and listeners of the sim platform."""
+
+import json
+import os
+import subprocess
+import sys
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+PLAYBOOK = os.path.join(TESTS, "integration", "playbooks", "sim_cluster.yml")
+INVENTORY = os.path.join(TESTS, "integration", "inventory.yml")
+BIN = os.path.dirname(sys.executable)
+
+
+def run_playbook(*extra_vars, playbook=PLAYBOOK, options=(), env=None):
+    """ansible-playbook PLAYBOOK (default: the sim_cluster role) with the given extra vars."""
+    command = [os.path.join(BIN, "ansible-playbook"), "-i", INVENTORY, playbook] + list(options)
+    for item in extra_vars:
+        command += ["-e", json.dumps(item)]
+    return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
+
+
+def cluster_pids(workdir, name):
+    pid_dir = os.path.join(workdir, "kwok", "clusters", name, "pids")
+    pids = []
+    for entry in sorted(os.listdir(pid_dir)):
+        with open(os.path.join(pid_dir, entry)) as handle:
+            pids.append(int(handle.read().strip()))
+    return pids
+
+
+def sim_process_pids(state_dir):
+    """Pids recorded by gpulab.kai_hami.sim_process in a state directory (``*.pid``)."""
+    pids = []
+    if os.path.isdir(state_dir):
+        for entry in sorted(os.listdir(state_dir)):
+            if entry.endswith(".pid"):
+                with open(os.path.join(state_dir, entry)) as handle:
+                    pids.append(int(handle.read().strip()))
+    return pids
+
+
+def session_members(leaders):
+    """Pids of the live processes in the sessions led by ``leaders`` (a sim process and its children)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X") and int(fields[3]) in leaders:
+            members.append(int(entry))
+    return members
+
+
+def listeners_of(pids):
+    """``[(local address, pid)]`` of the TCP listeners those processes hold (from ss)."""
+    out = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    found = []
+    for line in out.splitlines():
+        for pid in pids:
+            if "pid=%d," % pid in line:
+                found.append((line.split()[3], pid))
+    return found
+
+
