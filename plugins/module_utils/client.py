@@ -40,8 +40,12 @@ except ImportError:
 
 
 try:
+    from kubernetes.client.exceptions import ApiException
     from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
 except ImportError:
+
+    class ApiException(Exception):
+        """Stand-in when the kubernetes client is missing (AnsibleK8SModule reports it)."""
 
     class DynamicApiError(Exception):
         """Stand-in when the kubernetes client is missing (AnsibleK8SModule reports it)."""
@@ -83,6 +87,7 @@ def api_error_text(error):
 
 __all__ = [
     "AnsibleK8SModule",
+    "ApiException",
     "CoreException",
     "DynamicApiError",
     "NotFoundError",

@@ -14,6 +14,8 @@ __metaclass__ = type
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import NotFoundError
 
 FIELD_MANAGER = "gpulab.kai_hami"
+# API answers to pods/log that mean "no log to read (yet)".
+NO_LOG_YET = (400, 404)
 DRY_RUN_ALL = "All"
 
 
@@ -114,21 +116,29 @@ class KubeService:
         )
         return sorted(events, key=_event_time)
 
-    def pod_log(self, name, namespace, container=None, tail_lines=None, previous=False):
-        """A container's log text, or None when the API server has none to give."""
+    def _core_api(self):
         from kubernetes.client import CoreV1Api
 
-        api = CoreV1Api(self.dynamic.client)
+        return CoreV1Api(self.dynamic.client)
+
+    def pod_log(self, name, namespace, container=None, tail_lines=None, previous=False):
+        """A container's log text, or None when the API server has none to give.
+
+        "None to give" is the API's 400 (the container has not started, or no previous run) or
+        404 (no such pod, no such log); any other error (403 on pods/log, a server error) is
+        raised, so that a missing permission never reads as "no evidence yet".
+        """
         kwargs = {"previous": previous}
         if container:
             kwargs["container"] = container
         if tail_lines:
             kwargs["tail_lines"] = tail_lines
         try:
-            return api.read_namespaced_pod_log(name, namespace, **kwargs)
-        except Exception:  # pylint: disable=broad-exception-caught
-            # A pod that never started, a node without logs: no evidence, not an error.
-            return None
+            return self._core_api().read_namespaced_pod_log(name, namespace, **kwargs)
+        except Exception as error:  # pylint: disable=broad-exception-caught
+            if getattr(error, "status", None) in NO_LOG_YET:
+                return None
+            raise
 
 
 def _event_time(event):

@@ -118,6 +118,7 @@ bind_attempts:
 """
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
+    ApiException,
     CoreException,
     DynamicApiError,
     api_error_text,
@@ -200,6 +201,8 @@ def main():
         module.fail_json(msg=str(error))
     except DynamicApiError as error:
         module.fail_json(msg="Kubernetes API error: %s" % api_error_text(error))
+    except ApiException as error:
+        module.fail_json(msg="Kubernetes API error reading a reservation pod's log: %s" % api_error_text(error))
     except CoreException as error:
         module.fail_from_exception(error)
 

@@ -70,6 +70,9 @@ def test_update_in_check_mode_changes_nothing_then_diff_shows_it(module, kube, c
     assert checked["changed"] is True
     assert checked["queues"][0]["action"] == "updated"
     assert checked["queues"][0]["object"]["spec"]["resources"]["gpu"]["quota"] == 2  # the server's dry-run answer
+    # fields only the API server sets: a locally computed answer could not have them
+    assert checked["queues"][0]["object"]["metadata"]["uid"] == before["metadata"]["uid"]
+    assert any(f.get("manager") == "gpulab.kai_hami" for f in checked["queues"][0]["object"]["metadata"]["managedFields"])
     after_check = read(kube, "team-a")
     assert after_check["spec"] == before["spec"]
     assert after_check["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
@@ -85,6 +88,8 @@ def test_update_in_check_mode_changes_nothing_then_diff_shows_it(module, kube, c
 def test_create_in_check_mode_creates_nothing(module, kube):
     result = module("kai_queue", check=True, name="never-made")
     assert result["changed"] is True and result["queues"][0]["action"] == "created"
+    # the server's dry-run answer: a uid and a creation time it generated, though nothing is stored
+    assert result["queues"][0]["object"]["metadata"]["uid"] and result["queues"][0]["object"]["metadata"]["creationTimestamp"]
     assert read(kube, "never-made") is None
 
 

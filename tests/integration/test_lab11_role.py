@@ -12,6 +12,7 @@ import re
 from xml.etree import ElementTree
 
 import pytest
+import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from conftest import run_playbook
@@ -81,7 +82,7 @@ def test_report_says_what_holds_without_kai_and_what_decided_it(kube, sim_cluste
     assert "| Claim | Evidence | Verdict | Decided by |" in table
     assert len([line for line in table if re.match(r"^\| C[1-8] ", line)]) == 8
     suite = ElementTree.parse(str(report_dir / "junit.xml")).getroot()
-    assert (suite.get("tests"), suite.get("failures")) == ("8", "7")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("8", "7", "0")
 
     # the workloads are idempotent, and the report can be asked for without failing the play
     again = run_playbook(dict(variables, lab11_fail_on_claims=False), playbook=PLAYBOOK, options=["--tags", "workloads"])
@@ -126,3 +127,27 @@ def test_queue_with_children_in_the_cluster_is_refused(kube, sim_cluster, lab_po
     finally:
         queues.delete(name="lab11-team-a")
         queues.delete(name="lab11-team")
+
+
+def test_claims_whose_reads_fail_are_errors_not_failures(kube, sim_cluster, tmp_path):
+    """With an API server that does not answer, every claim's own tasks fail: each is recorded as
+    an error (the exception as evidence) in report.md, claims.json and junit.xml, never as an
+    ordinary failure with made-up evidence."""
+    kubeconfig = tmp_path / "dead-kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+        "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "dead", "user": {"token": "x"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}]}))
+    report_dir = tmp_path / "report"
+    variables = dict(lab11_report_dir=str(report_dir), lab11_wait_timeout=5, lab11_kubeconfig=str(kubeconfig))
+    done = run_playbook(variables, playbook=PLAYBOOK, options=["--tags", "verify"])
+    assert done.returncode != 0
+    assert "claims whose own tasks failed (error): C1, C2, C3, C4, C5, C6, C7, C8" in done.stdout, done.stdout[-3000:]
+    claims = json.loads((report_dir / "claims.json").read_text())["claims"]
+    assert [(c["id"], c["verdict"], c["ok"]) for c in claims] == [("C%d" % i, "error", False) for i in range(1, 9)]
+    assert all(c["evidence"] and c["evidence"][0] for c in claims)
+    assert len(re.findall(r"^\| C[1-8] .* \| error \|", (report_dir / "report.md").read_text(), re.M)) == 8
+    suite = ElementTree.parse(str(report_dir / "junit.xml")).getroot()
+    assert (suite.get("errors"), suite.get("failures")) == ("8", "0")
+    assert all(c.find("error") is not None and c.find("failure") is None for c in suite.findall("testcase"))

@@ -39,7 +39,7 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
         pids = cluster_pids(workdir, "lifecycle")
         listening = listeners_of(pids)
         print("listeners of the sim cluster: %s" % listening)
-        assert len(listening) >= 4  # etcd (2), kube-apiserver, kube-controller-manager, kwok
+        assert len(listening) >= 5  # etcd (2), kube-apiserver, kube-controller-manager, kwok
         assert all(address.startswith("127.0.0.1:") for address, pid in listening), listening
 
         again = run_playbook(variables)

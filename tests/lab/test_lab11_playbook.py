@@ -163,19 +163,27 @@ def test_the_lab_on_the_sim_holds_survives_a_killed_scheduler_and_is_cleaned_up(
         print("listeners: %s" % listening)
         assert len(listening) >= 15 and all(address.startswith("127.0.0.1:") for address, pid in listening), listening
 
-        # A killed scheduler: --tags verify reports C2 failing, naming it; a re-run restarts it.
-        with open(os.path.join(workdir, "kai", "kai-scheduler-default.pid")) as handle:
-            scheduler = int(handle.read())
-        os.killpg(scheduler, signal.SIGKILL)
+        every_claim_can_fail(variables, tmp_path)
+
+        # A killed scheduler and a killed isolator stand-in: --tags verify reports C2 and C4 failing,
+        # naming them; a plain re-run restarts both and every claim holds again.
+        killed = []
+        for state_dir, name in (("kai", "kai-scheduler-default"), ("kai-resource-isolator", "kai-resource-isolator-webhook")):
+            with open(os.path.join(workdir, state_dir, name + ".pid")) as handle:
+                killed.append(int(handle.read()))
+            os.killpg(killed[-1], signal.SIGKILL)
         time.sleep(5)
         verify = run_playbook(variables, dict(lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])
         assert verify.returncode != 0
         assert "TASK [gpulab.kai_hami.kai_scheduler" not in verify.stdout and "TASK [gpulab.kai_hami.sim_cluster" not in verify.stdout
-        c2 = claims_of(tmp_path)["C2"]
-        assert c2["verdict"] == "fails" and "missing or not available: kai-scheduler-default" in c2["evidence"][1], c2
+        claims = claims_of(tmp_path)
+        assert claims["C2"]["verdict"] == "fails" and "missing or not available: kai-scheduler-default" in claims["C2"]["evidence"][1], claims["C2"]
+        assert claims["C4"]["verdict"] == "fails" and claims["C4"]["evidence"][1] == "isolator volumes in the dry-run pod: none", claims["C4"]
+        assert [c for c, v in claims.items() if v["verdict"] == "error"] == []
         restarted = run_playbook(variables, playbook=LAB)
         assert restarted.returncode == 0, restarted.stdout[-4000:]
         assert [c for c, v in claims_of(tmp_path).items() if not v["ok"]] == []
+        assert not any(os.path.exists("/proc/%d" % pid) for pid in killed)
 
         late_label_experiment(kube, variables, workdir)
 
@@ -199,6 +207,40 @@ def test_the_lab_on_the_sim_holds_survives_a_killed_scheduler_and_is_cleaned_up(
     assert session_members(leaders) == []
     assert listeners_of(pids) == []
     assert not os.path.exists(workdir)
+
+
+def every_claim_can_fail(variables, tmp_path):
+    """Each claim fails, with its evidence, for the reason it exists - on the running lab, by
+    asking it to expect something the cluster does not do (nothing in the lab is changed except
+    C3's extra probe pod, which is deleted again)."""
+    wrong = dict(
+        lab11_profiles={"a100": dict(PROFILE, count=PROFILE["count"] + 1)},  # C1: one GPU more than the node has
+        lab11_whole_gpu_pod="kai-no-such-pod",                                # C5: a whole-GPU pod that never ran
+        lab11_shared_request_mib=10240,                                       # C6: another allocation than KAI's
+        lab11_expected_boundary="reserved",                                   # C8: the boundary crossed
+        lab11_wait_timeout=5,
+    )
+    done = run_playbook(variables, wrong, playbook=LAB, options=["--tags", "verify"])
+    assert done.returncode != 0
+    claims = claims_of(tmp_path)
+    verdicts = dict((c, claims[c]["verdict"]) for c in claims)
+    assert verdicts == {"C1": "fails", "C2": "holds", "C3": "holds", "C4": "holds", "C5": "fails", "C6": "fails",
+                        "C7": "holds", "C8": "fails"}, verdicts
+    assert claims["C1"]["evidence"] == ["node %s allocatable nvidia.com/gpu: %d (expected %d)" % (NODE, PROFILE["count"], PROFILE["count"] + 1)]
+    assert claims["C5"]["evidence"][0].startswith("pod default/kai-no-such-pod is missing")
+    assert "expected 1 + kai_gpu_fraction(10240, %d) = %s" % (PROFILE["memory_mib"], 1 + math.ceil(10240 / (PROFILE["memory_mib"] - PROFILE["memory_mib"] % 100) * 100) / 100) in claims["C6"]["evidence"][0]
+    assert claims["C8"]["evidence"][0].startswith("verdict: nvml_unavailable (expected reserved)")
+    # C7: a pod the isolator and KAI's admission never touched (the whole-GPU pod) as the shared pod
+    done = run_playbook(variables, dict(lab11_shared_pod="kai-whole-gpu", lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])
+    claims = claims_of(tmp_path)
+    assert claims["C7"]["verdict"] == "fails" and claims["C7"]["evidence"][0].endswith("missing"), claims["C7"]
+    # C3: a probe pod whose queue exists is scheduled - no QueueDoesNotExist
+    done = run_playbook(variables, dict(lab11_probe_pod="lab11-queue-exists-probe", lab11_missing_queue="default-queue", lab11_wait_timeout=5),
+                        playbook=LAB, options=["--tags", "workloads,verify"])
+    claims = claims_of(tmp_path)
+    assert claims["C3"]["verdict"] == "fails" and "no QueueDoesNotExist event" in claims["C3"]["evidence"][1], claims["C3"]
+    kube = client(os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "sim", NAME, "kubeconfig"))
+    kube.resources.get(api_version="v1", kind="Pod").delete(name="lab11-queue-exists-probe", namespace="default", body={"gracePeriodSeconds": 0})
 
 
 def isolator_opt_outs(kube):

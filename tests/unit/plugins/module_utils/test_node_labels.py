@@ -103,3 +103,12 @@ def test_label_changes_only_differences():
     current = node(labels={MEMORY_LABEL: "40960", COUNT_LABEL: "4"})
     changes = label_changes(current, {MEMORY_LABEL: "40960", COUNT_LABEL: "8"})
     assert changes == {COUNT_LABEL: ["4", "8"]}
+
+
+@pytest.mark.parametrize("memory, refused", [(100, False), (99, True), (40960, False)])
+def test_memory_mib_boundary_is_100(memory, refused):
+    if refused:
+        with pytest.raises(NodeLabelError, match="at least 100"):
+            validate_label_input(params(nodes=["n"], memory_mib=memory))
+    else:
+        validate_label_input(params(nodes=["n"], memory_mib=memory))

@@ -102,3 +102,16 @@ def test_descendants_deepest_first():
     assert sorted(found) == ["a", "a1", "b"]
     assert found.index("a1") < found.index("a")
     assert descendants("x", cluster) == []
+
+
+def test_quota_equal_to_limit_is_accepted():
+    entry = queue("q")
+    entry["resources"] = dict((r, dict(quota=2, limit=2, over_quota_weight=1)) for r in ("cpu", "gpu", "memory"))
+    validate_queue(entry)
+
+
+def test_parents_first_keeps_the_given_order_where_the_hierarchy_allows():
+    queues = [queue("b"), queue("a"), queue("c", "a"), queue("d")]
+    assert [q["name"] for q in parents_first(queues)] == ["b", "a", "c", "d"]
+    queues = [queue("leaf", "mid"), queue("solo"), queue("mid", "root"), queue("root")]
+    assert [q["name"] for q in parents_first(queues)] == ["root", "mid", "leaf", "solo"]

@@ -86,3 +86,42 @@ def test_every_verdict_is_reachable(verdict):
         "not_shared": (whole, [], [], {}),
     }
     assert classify(*cases[verdict])["verdict"] == verdict
+
+
+# Each case below makes one wrong way of classifying give a wrong verdict.
+
+def test_an_unbound_shared_pod_is_not_reserved_even_when_its_reservation_pod_has_a_gpu():
+    pod, reserved = objects("bound_shared_pod", "reservation_pod_reserved")
+    pod["spec"].pop("nodeName")
+    pod["status"]["phase"] = "Pending"
+    assert classify(pod, [], [reserved], {})["verdict"] == "pending"
+
+
+def test_a_bound_shared_pod_without_a_reserved_gpu_is_not_reserved():
+    pod, failing = objects("bound_shared_pod", "reservation_pod_failing")
+    failing["metadata"]["labels"]["runai-gpu-group"] = pod["metadata"]["labels"]["runai-gpu-group"]
+    assert classify(pod, [], [failing], {})["verdict"] == "pending"
+
+
+def test_a_bound_whole_gpu_pod_is_not_shared_even_beside_a_reserved_gpu():
+    whole, reserved = objects("whole_gpu_pod", "reservation_pod_reserved")
+    whole["metadata"]["labels"]["runai-gpu-group"] = reserved["metadata"]["labels"]["runai-gpu-group"]
+    assert classify(whole, [], [reserved], {})["verdict"] == "not_shared"
+
+
+def test_a_binding_error_of_another_kind_is_not_a_reservation_timeout():
+    (pod,) = objects("shared_pod")
+    event = dict(RECORDED["binding_error_events"][1],
+                 message="Failed to bind pod default/gpu-sharing-with-isolation to node n: error looking up service account")
+    result = classify(pod, [event], [], {})
+    assert result["verdict"] == "pending"
+    assert result["bind_attempts"] == 3
+
+
+def test_the_last_nvml_code_is_the_one_reported():
+    pod, failing = objects("shared_pod", "reservation_pod_failing")
+    log = ("Error while running the app: unable to initialize NVML: ERROR_DRIVER_NOT_LOADED\n"
+           + RECORDED["nvml_log"])
+    result = classify(pod, [], [failing], {failing["metadata"]["name"]: log})
+    assert result["nvml_error"] == "ERROR_LIBRARY_NOT_FOUND"
+    assert len([line for line in result["evidence"] if "unable to initialize NVML" in line]) == 2
