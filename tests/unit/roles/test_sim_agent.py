@@ -58,3 +58,44 @@ def test_gpus_are_per_node_and_none_when_all_are_held(tmp_path):
     assert r.choose_gpu(elsewhere, pods + [elsewhere]) == "GPU-0"
     late = reservation("c", group="g9")
     assert r.choose_gpu(late, pods + [late]) is None
+
+
+class FakeApi(object):
+    """The placeholder pods the agent sees, and what it asked the API to change."""
+
+    def __init__(self, pods):
+        self.items = pods
+        self.logs, self.ready = [], []
+
+    def pods(self, label_selector=None, namespace=None):
+        return self.items
+
+    def ensure_logs(self, pod, log_file):
+        self.logs.append((pod["metadata"]["name"], log_file))
+        return True
+
+    def set_ready(self, pod, ready, message):
+        self.ready.append((pod["metadata"]["name"], ready))
+        for condition in pod["status"]["conditions"]:
+            if condition["type"] == "Ready":
+                condition["status"] = "True" if ready else "False"
+
+
+def placeholder(name, url, ready=True, phase="Running"):
+    return {"metadata": {"name": name, "namespace": "kai-scheduler", "uid": name, "labels": {agent.STANDS_FOR_LABEL: name},
+                         "annotations": {agent.LOG_FILE_ANNOTATION: "/logs/%s.log" % name, agent.HEALTH_URL_ANNOTATION: url}},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def test_a_placeholder_is_ready_only_while_its_process_answers(monkeypatch):
+    health = {"http://up": (True, "answered 200"), "http://down": (False, "connection refused")}
+    monkeypatch.setattr(agent, "check_health", lambda url, ca=None: health[url])
+    api = FakeApi([placeholder("alive", "http://up"), placeholder("dead", "http://down"), placeholder("new", "http://down", phase="Pending")])
+    known = {}
+    agent.placeholder_step(api, known)
+    assert api.ready == [("dead", False)]  # the live one stays Ready; a Pending pod is kwok's to make Running
+    assert sorted(api.logs) == [("alive", "/logs/alive.log"), ("dead", "/logs/dead.log")]
+    health["http://down"] = (True, "answered 200")
+    agent.placeholder_step(api, known)
+    assert api.ready == [("dead", False), ("dead", True)]
+    assert len(api.logs) == 2  # one Logs object per pod
