@@ -66,5 +66,3 @@ def listeners_of(pids):
             if "pid=%d," % pid in line:
                 found.append((line.split()[3], pid))
     return found
-
-

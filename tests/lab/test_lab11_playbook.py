@@ -228,7 +228,8 @@ def every_claim_can_fail(variables, tmp_path):
                         "C7": "holds", "C8": "fails"}, verdicts
     assert claims["C1"]["evidence"] == ["node %s allocatable nvidia.com/gpu: %d (expected %d)" % (NODE, PROFILE["count"], PROFILE["count"] + 1)]
     assert claims["C5"]["evidence"][0].startswith("pod default/kai-no-such-pod is missing")
-    assert "expected 1 + kai_gpu_fraction(10240, %d) = %s" % (PROFILE["memory_mib"], 1 + math.ceil(10240 / (PROFILE["memory_mib"] - PROFILE["memory_mib"] % 100) * 100) / 100) in claims["C6"]["evidence"][0]
+    fraction = math.ceil(10240 / (PROFILE["memory_mib"] - PROFILE["memory_mib"] % 100) * 100) / 100
+    assert "expected 1 + kai_gpu_fraction(10240, %d) = %s" % (PROFILE["memory_mib"], 1 + fraction) in claims["C6"]["evidence"][0]
     assert claims["C8"]["evidence"][0].startswith("verdict: nvml_unavailable (expected reserved)")
     # C7: a pod the isolator and KAI's admission never touched (the whole-GPU pod) as the shared pod
     done = run_playbook(variables, dict(lab11_shared_pod="kai-whole-gpu", lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])

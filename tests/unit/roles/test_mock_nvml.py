@@ -28,7 +28,6 @@ GO_NVML_PROBES = [
 ]
 
 
-
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("nvml") / "libnvidia-ml.so.1")
@@ -101,5 +100,5 @@ def test_it_exports_every_name_go_nvml_probes_and_the_calls_the_app_makes(librar
     for symbol in GO_NVML_PROBES + ["nvmlInit", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetUUID",
                                     "nvmlShutdown", "nvmlErrorString", "nvmlInitWithFlags"]:
         assert hasattr(lib, symbol), symbol
-    soname = subprocess.run(["readelf", "-d", library], capture_output=True, text=True).stdout
+    soname = subprocess.run(["readelf", "-d", library], capture_output=True, text=True, check=True).stdout
     assert "Library soname: [libnvidia-ml.so.1]" in soname

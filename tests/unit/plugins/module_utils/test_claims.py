@@ -24,7 +24,8 @@ def limit(request):
 def shared_pod(name, group="g1", phase="Running", configmap=None):
     return {"metadata": {"name": name, "namespace": "default", "labels": {"runai-gpu-group": group} if group else {}},
             "spec": {"containers": [{"name": "c", "env": [
-                {"name": "CUDA_DEVICE_MEMORY_LIMIT", "valueFrom": {"configMapKeyRef": {"name": configmap or name + "-x-shared-gpu-0", "key": "CUDA_DEVICE_MEMORY_LIMIT", "optional": True}}}]}]},
+                {"name": "CUDA_DEVICE_MEMORY_LIMIT",
+                 "valueFrom": {"configMapKeyRef": {"name": configmap or name + "-x-shared-gpu-0", "key": "CUDA_DEVICE_MEMORY_LIMIT", "optional": True}}}]}]},
             "status": {"phase": phase}}
 
 

@@ -46,7 +46,8 @@ def test_poll_stops_at_its_timeout():
 
 
 def test_retry_while_webhook_settles_retries_then_succeeds():
-    clock, answers = Clock(), [ApiError('failed calling webhook "queue-validation.kai.scheduler": connection refused'), ApiError("dial tcp: connection refused"), "ok"]
+    clock = Clock()
+    answers = [ApiError('failed calling webhook "queue-validation.kai.scheduler": connection refused'), ApiError("dial tcp: connection refused"), "ok"]
 
     def call():
         answer = answers.pop(0)
