@@ -26,7 +26,7 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 
-.PHONY: help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench requirements clean clean-cache
+.PHONY: help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench bench-lab requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -102,6 +102,9 @@ lab-tests: collections sim-bin ## The lab end to end only: Molecule's sim scenar
 
 bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8s loop (prints figures and ratios)
 	python tools/bench.py
+
+bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary mock_nvml')
+	python tools/bench_lab.py $(BENCH_ARGS)
 
 requirements: ## Re-pin requirements/test.txt (with hashes) from requirements/test.in
 	$(BIN)/pip install --quiet pip-tools

@@ -1,0 +1,43 @@
+"""The bench's step timer: time per role and per claim, from a real ansible-playbook run."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+PLUGINS = os.path.join(ROOT, "tools", "callback_plugins")
+SPEC = importlib.util.spec_from_file_location("step_timer", os.path.join(PLUGINS, "step_timer.py"))
+step_timer = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(step_timer)
+
+
+def test_claim_tasks_count_for_their_claim_and_other_tasks_for_their_role():
+    assert step_timer.step_of("lab11", "C6 wait for a scheduler division line that shows it") == "lab11 C6"
+    assert step_timer.step_of("lab11", "C10 read") == "lab11 C10"
+    assert step_timer.step_of("lab11", "Create the lab's pods") == "lab11 workloads and report"
+    assert step_timer.step_of("lab11", "CUDA check") == "lab11 workloads and report"
+    assert step_timer.step_of("kai_scheduler", "C6 in another role") == "kai_scheduler"
+    assert step_timer.step_of(None, "Choose the platform") == "playbook"
+
+
+def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
+    role = tmp_path / "roles" / "slow" / "tasks"
+    role.mkdir(parents=True)
+    (role / "main.yml").write_text("- name: Sleep\n  ansible.builtin.command: sleep 1.2\n")
+    (tmp_path / "play.yml").write_text(
+        "- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
+        "    - name: Quick\n      ansible.builtin.debug: {msg: hi}\n"
+        "    - name: Slow role\n      ansible.builtin.include_role: {name: slow}\n")
+    out = tmp_path / "steps.json"
+    env = dict(os.environ, ANSIBLE_CALLBACK_PLUGINS=PLUGINS, ANSIBLE_CALLBACKS_ENABLED="step_timer", STEP_TIMER_OUT=str(out),
+               ANSIBLE_ROLES_PATH=str(tmp_path / "roles"))
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+            "-e", "ansible_python_interpreter=" + sys.executable, "play.yml"]
+    done = subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    timed = json.loads(out.read_text())
+    assert timed["steps"]["slow"] >= 1.2
+    assert timed["steps"]["playbook"] < timed["steps"]["slow"]
+    assert timed["totals"]["localhost"]["changed"] == 1

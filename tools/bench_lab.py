@@ -1,0 +1,88 @@
+"""Benchmark: the lab on the sim, step by step (warm binaries).
+
+Runs, on a sim cluster of its own: playbooks/lab11.yml from nothing to the report, the same again
+(the idempotent re-run), ``--tags verify`` alone, then playbooks/cleanup.yml. Prints one table:
+seconds per step (role, or claim for the lab11 role's claim tasks) for each run, the totals, the
+changed-task counts, the re-run and verify runs as ratios of the first run, and the reservation
+timeout (part of the first run's wait for C8's verdict) on a line of its own.
+
+usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--reservation-timeout 40]   (make bench-lab)
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BIN = os.path.dirname(sys.executable)
+NAME = "bench-lab"
+
+
+def run(playbook, extra, out, tags=None):
+    """One ansible-playbook run with the step timer; returns (wall seconds, its JSON, returncode)."""
+    argv = [os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra)]
+    if tags:
+        argv += ["--tags", tags]
+    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CALLBACK_PLUGINS=os.path.join(ROOT, "tools", "callback_plugins"),
+               ANSIBLE_CALLBACKS_ENABLED="step_timer", STEP_TIMER_OUT=out)
+    started = time.monotonic()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        sys.stderr.write(done.stdout[-4000:] + done.stderr[-2000:])
+    with open(out) as handle:
+        return wall, json.load(handle), done.returncode
+
+
+def changed(timed):
+    return sum(totals.get("changed", 0) for totals in timed["totals"].values())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--boundary", default="library_missing", choices=["library_missing", "mock_nvml"])
+    parser.add_argument("--reservation-timeout", type=int, default=40)
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-lab-")
+    sim = os.path.join(work, "sim")
+    extra = dict(lab11_platform="sim", lab11_cluster_name=NAME, sim_cluster_workdir=sim,
+                 lab11_kubeconfig=os.path.join(sim, "kubeconfig"), lab11_report_dir=os.path.join(work, "report"),
+                 sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""), lab11_boundary=args.boundary,
+                 lab11_reservation_timeout=args.reservation_timeout)
+    runs = []
+    try:
+        for label, playbook, tags in (("first run", "lab11.yml", None), ("re-run", "lab11.yml", None),
+                                      ("--tags verify", "lab11.yml", "verify"), ("cleanup", "cleanup.yml", None)):
+            wall, timed, returncode = run(playbook, extra, os.path.join(work, "%d.json" % len(runs)), tags)
+            runs.append((label, wall, timed, returncode))
+    finally:
+        if not runs or runs[-1][0] != "cleanup":
+            run("cleanup.yml", extra, os.path.join(work, "cleanup.json"))
+        shutil.rmtree(work, ignore_errors=True)
+
+    steps = []
+    for _label, _wall, timed, _rc in runs:
+        steps += [step for step in timed["steps"] if step not in steps]
+    width = max(len(step) for step in steps + ["wall time (whole run)"])
+    print("Lab 11 on the sim, boundary %s, seconds (warm binaries)" % args.boundary)
+    print("%-*s" % (width, "step") + "".join("%15s" % label for label, _w, _t, _rc in runs))
+    for step in steps:
+        print("%-*s" % (width, step) + "".join("%15.1f" % timed["steps"].get(step, 0.0) for _l, _w, timed, _rc in runs))
+    print("%-*s" % (width, "wall time (whole run)") + "".join("%15.1f" % wall for _l, wall, _t, _rc in runs))
+    print("%-*s" % (width, "changed tasks") + "".join("%15d" % changed(timed) for _l, _w, timed, _rc in runs))
+    print("%-*s" % (width, "exit code") + "".join("%15d" % rc for _l, _w, _t, rc in runs))
+    first = runs[0][1]
+    print("ratio re-run / first run: %.2f; --tags verify / first run: %.2f" % (runs[1][1] / first, runs[2][1] / first))
+    print("reservation timeout: %d s, within the first run's C8 (%.1f s)"
+          % (args.reservation_timeout, runs[0][2]["steps"].get("lab11 C8", 0.0)))
+    return 0 if all(rc == 0 for _l, _w, _t, rc in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
