@@ -3,7 +3,7 @@
 Here the role runs alone on a cluster where neither KAI nor the isolator is installed, so the
 report must say exactly that: C1 holds (the node advertises the profile's GPUs), C2-C8 fail,
 each with the evidence that decided it, and the play fails. (The whole lab, with KAI, is
-tests/integration/test_lab11_playbook.py.)
+tests/lab/test_lab11_playbook.py.)
 """
 
 import json
