@@ -46,7 +46,8 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_task_start(self, task, is_conditional):
         self.close_current()
         role = task._role.get_name(include_role_fqcn=False) if task._role else None  # pylint: disable=protected-access
-        self.current, self.started = step_of(role, task.get_name()), time.monotonic()
+        # task.name, not get_name(): the latter prefixes the role ("lab11 : C6 ...")
+        self.current, self.started = step_of(role, task.name), time.monotonic()
 
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)

@@ -26,10 +26,14 @@ def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
     role = tmp_path / "roles" / "slow" / "tasks"
     role.mkdir(parents=True)
     (role / "main.yml").write_text("- name: Sleep\n  ansible.builtin.command: sleep 1.2\n")
+    claims = tmp_path / "roles" / "lab11" / "tasks"
+    claims.mkdir(parents=True)
+    (claims / "main.yml").write_text("- name: C6 wait\n  ansible.builtin.pause: {seconds: 1}\n- name: Write the report\n  ansible.builtin.debug: {msg: done}\n")
     (tmp_path / "play.yml").write_text(
         "- hosts: localhost\n  connection: local\n  gather_facts: false\n  tasks:\n"
         "    - name: Quick\n      ansible.builtin.debug: {msg: hi}\n"
-        "    - name: Slow role\n      ansible.builtin.include_role: {name: slow}\n")
+        "    - name: Slow role\n      ansible.builtin.include_role: {name: slow}\n"
+        "    - name: Claims\n      ansible.builtin.include_role: {name: lab11}\n")
     out = tmp_path / "steps.json"
     env = dict(os.environ, ANSIBLE_CALLBACK_PLUGINS=PLUGINS, ANSIBLE_CALLBACKS_ENABLED="step_timer", STEP_TIMER_OUT=str(out),
                ANSIBLE_ROLES_PATH=str(tmp_path / "roles"))
@@ -40,4 +44,6 @@ def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
     timed = json.loads(out.read_text())
     assert timed["steps"]["slow"] >= 1.2
     assert timed["steps"]["playbook"] < timed["steps"]["slow"]
+    assert timed["steps"]["lab11 C6"] >= 1.0
+    assert timed["steps"]["lab11 workloads and report"] < 1.0
     assert timed["totals"]["localhost"]["changed"] == 1
