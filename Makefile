@@ -12,9 +12,9 @@ COLLECTIONS := $(CACHE)/collections
 K8S_CORE := $(COLLECTIONS)/ansible_collections/kubernetes/core
 SELF_LINK := $(COLLECTIONS)/ansible_collections/gpulab/kai_hami
 SIM_BIN := roles/sim_cluster/files/sim-bin
-# Binaries of the sim platform, built from Go modules, in a directory keyed by their versions.
-export SIM_BIN_ROOT := $(CACHE)/sim-bin
-export SIM_BIN_DIR := $(shell SIM_BIN_ROOT=$(SIM_BIN_ROOT) $(SIM_BIN)/build.sh --print-bin-dir)
+# Binaries of the sim platform, built from Go modules, in a directory keyed by their versions:
+# build.sh names it (in a checkout, .cache/sim-bin/<versions>/bin), for make and the roles alike.
+export SIM_BIN_DIR := $(shell $(SIM_BIN)/build.sh --print-bin-dir)
 TEST_ROOT := $(CACHE)/ansible-test/ansible_collections
 TEST_TREE := $(TEST_ROOT)/gpulab/kai_hami
 # ansible-test installs its own pinned sanity tools; they get a venv of their own.

@@ -122,7 +122,7 @@ def test_the_lab_on_the_sim_holds_survives_a_killed_scheduler_and_is_cleaned_up(
         node = kube.resources.get(api_version="v1", kind="Node").get(name=NODE).to_dict()
         labels = node["metadata"]["labels"]
         assert (labels["nvidia.com/gpu.memory"], labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.count"]) == (
-            str(PROFILE["memory_mib"]), PROFILE["product"], str(PROFILE["count"]))
+            str(PROFILE["memory_mib"]), "-".join(PROFILE["product"].split()), str(PROFILE["count"]))  # GFD's label: '-' for spaces
         # C6 from the cluster's own words, against arithmetic done here
         expected = expected_allocation(20480, int(labels["nvidia.com/gpu.memory"]))
         assert "expected 1 + kai_gpu_fraction(20480, %s) = %s" % (labels["nvidia.com/gpu.memory"], expected) in claims["C6"]["evidence"][0]

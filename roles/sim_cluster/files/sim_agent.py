@@ -569,8 +569,9 @@ class Reservations(object):
         env.update(POD_NAME=pod["metadata"]["name"], POD_NAMESPACE=pod["metadata"]["namespace"], KUBECONFIG=self.args.kubeconfig)
         env.update(self.args.env)
         if self.args.mock_nvml_dir:
-            env.update(LD_LIBRARY_PATH=self.args.mock_nvml_dir, MOCK_NVML_UUID=uuid, MOCK_NVML_NAME=self.args.gpu_name,
-                       MOCK_NVML_MEMORY_MIB=str(self.args.gpu_memory_mib))
+            env.update(LD_LIBRARY_PATH=self.args.mock_nvml_dir, MOCK_NVML_UUID=uuid, MOCK_NVML_MEMORY_MIB=str(self.args.gpu_memory_mib))
+            if self.args.gpu_name:
+                env.update(MOCK_NVML_NAME=self.args.gpu_name)
         return env
 
     def choose_gpu(self, pod, pods):
@@ -742,7 +743,7 @@ def parse_args(argv):
     res.add_argument("--notice", action="append", default=[], help="a line to log at start (repeatable)")
     res.add_argument("--mock-nvml-dir", default="", help="directory of a mock libnvidia-ml.so.1 to put on the apps' library path")
     res.add_argument("--gpu-uuid", action="append", default=[], help="the node's GPU UUIDs, in order (with --mock-nvml-dir)")
-    res.add_argument("--gpu-name", default="NVIDIA A100-SXM4-40GB", help="the GPUs' name (with --mock-nvml-dir)")
+    res.add_argument("--gpu-name", help="the GPUs' name (with --mock-nvml-dir; unset: the mock library's own default)")
     res.add_argument("--gpu-memory-mib", type=int, default=40960, help="the GPUs' memory (with --mock-nvml-dir)")
 
     args = parser.parse_args(argv)

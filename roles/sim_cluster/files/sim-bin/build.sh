@@ -17,7 +17,8 @@
 #
 # Environment:
 #   SIM_BIN_DIR    output dir (default $SIM_BIN_ROOT/<key>/bin)
-#   SIM_BIN_ROOT   cache root (default ${XDG_CACHE_HOME:-~/.cache}/gpulab-kai-hami/sim-bin)
+#   SIM_BIN_ROOT   cache root (default: <checkout>/.cache/sim-bin in a git checkout of the collection,
+#                  else ${XDG_CACHE_HOME:-~/.cache}/gpulab-kai-hami/sim-bin)
 #   SIM_BIN_ONLY   build only these binaries (space/comma separated names)
 #   SIM_BIN_SKIP   skip these binaries (space/comma separated names)
 #   SIM_BIN_FORCE  1 = rebuild even if the cached binary reports the right version
@@ -116,7 +117,16 @@ fi
 # K8S_VERSION and the others are read from versions.env above.
 # shellcheck disable=SC2153
 CACHE_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}"
-SIM_BIN_ROOT="${SIM_BIN_ROOT:-${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin}"
+# One rule for every caller (make, the roles, Molecule, the tests): in a checkout of the collection
+# (a git work tree with its Makefile) the checkout's ignored .cache/sim-bin; in an installed
+# collection the user's cache directory.
+COLLECTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd -P)"
+if [[ -e "${COLLECTION_ROOT}/.git" && -f "${COLLECTION_ROOT}/Makefile" ]]; then
+  DEFAULT_BIN_ROOT="${COLLECTION_ROOT}/.cache/sim-bin"
+else
+  DEFAULT_BIN_ROOT="${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin"
+fi
+SIM_BIN_ROOT="${SIM_BIN_ROOT:-${DEFAULT_BIN_ROOT}}"
 SIM_BIN_DIR="${SIM_BIN_DIR:-${SIM_BIN_ROOT}/${CACHE_KEY}/bin}"
 if [[ "${MODE}" == print ]]; then echo "${SIM_BIN_DIR}"; exit 0; fi
 
