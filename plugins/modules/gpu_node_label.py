@@ -12,7 +12,7 @@ module: gpu_node_label
 short_description: Set the nvidia.com/gpu.memory, gpu.product and gpu.count labels KAI reads
 version_added: 0.1.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Sets (or removes) C(nvidia.com/gpu.memory), C(nvidia.com/gpu.product) and
     C(nvidia.com/gpu.count) on the named nodes, or on every node matching a label selector.

@@ -12,7 +12,7 @@ module: kai_queue
 short_description: Manage KAI Scheduler queues (scheduling.run.ai/v2 Queue)
 version_added: 0.1.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Create, update or delete one KAI Scheduler C(Queue), or a whole hierarchy in one task.
   - A hierarchy given in O(queues) is applied parents first and deleted children first.

@@ -12,7 +12,7 @@ module: reservation_probe
 short_description: Classify KAI's GPU reservation-pod boundary for a shared-GPU pod
 version_added: 0.1.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Read-only. Reads a shared-GPU pod (one with a C(gpu-memory) or C(gpu-fraction)
     annotation), its events, and KAI's reservation pods with their
