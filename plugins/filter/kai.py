@@ -12,8 +12,8 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import (
     KaiMathError,
+    checked_memory_limit,
     gpu_fraction,
-    hamicore_memory_limit,
     last_division,
     node_gpu_memory_mib,
     parse_division_line,
@@ -41,7 +41,10 @@ def kai_gpu_fraction(request_mib, node_memory_label):
 
 def kai_memory_limit(portion, node_memory_label):
     """CUDA_DEVICE_MEMORY_LIMIT KAI's hamicore plugin writes (0.51, 40960 -> '20889m')."""
-    return hamicore_memory_limit(portion, node_memory_label)
+    try:
+        return checked_memory_limit(portion, node_memory_label)
+    except KaiMathError as error:
+        raise AnsibleFilterError("kai_memory_limit: %s" % error)
 
 
 def kai_node_memory(node_memory_label):

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
@@ -41,17 +42,36 @@ except ImportError:
 
 try:
     from kubernetes.client.exceptions import ApiException
-    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
+    from kubernetes.dynamic.exceptions import (
+        DynamicApiError,
+        NotFoundError,
+        ResourceNotFoundError,
+        ResourceNotUniqueError,
+    )
+    from urllib3.exceptions import HTTPError as TransportError
 except ImportError:
 
     class ApiException(Exception):
         """Stand-in when the kubernetes client is missing (AnsibleK8SModule reports it)."""
 
-    class DynamicApiError(Exception):
+    class DynamicApiError(ApiException):
         """Stand-in when the kubernetes client is missing (AnsibleK8SModule reports it)."""
 
     class NotFoundError(DynamicApiError):
         """Stand-in when the kubernetes client is missing."""
+
+    class ResourceNotFoundError(Exception):
+        """Stand-in when the kubernetes client is missing."""
+
+    class ResourceNotUniqueError(Exception):
+        """Stand-in when the kubernetes client is missing."""
+
+    class TransportError(Exception):
+        """Stand-in when urllib3 (the kubernetes client's HTTP library) is missing."""
+
+# What the client raises when a call fails: an HTTP error status (DynamicApiError is an
+# ApiException), a kind the API server does not serve, or no connection at all.
+CLIENT_ERRORS = (ApiException, ResourceNotFoundError, ResourceNotUniqueError, TransportError)
 
 
 def auth_argument_spec():
@@ -85,12 +105,29 @@ def api_error_text(error):
     return str(error)
 
 
+def api_error_message(error):
+    """The ``message`` of the Status object an API error carries, else its body or text."""
+    text = api_error_text(error)
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return text.strip()
+    if isinstance(status, dict) and status.get("message"):
+        return str(status["message"])
+    return text.strip()
+
+
 __all__ = [
     "AnsibleK8SModule",
     "ApiException",
+    "CLIENT_ERRORS",
     "CoreException",
     "DynamicApiError",
     "NotFoundError",
+    "ResourceNotFoundError",
+    "ResourceNotUniqueError",
+    "TransportError",
+    "api_error_message",
     "api_error_text",
     "auth_argument_spec",
     "build_module",

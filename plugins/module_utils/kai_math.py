@@ -8,7 +8,8 @@ values KAI will produce (e.g. the 0.51 fraction of the lab) instead of typing th
 
 * node_gpu_memory_mib  -- getNodeGpuMemory (pkg/scheduler/api/node_info/node_info.go)
 * gpu_fraction         -- getGpuMemoryFractionalOnNode (gpu_sharing_node_info.go)
-* hamicore_memory_limit -- the hamicore binder plugin (pkg/binder/plugins/hamicore/hami_core.go)
+* hamicore_memory_limit -- the hamicore binder plugin (pkg/binder/plugins/hamicore/hami_core.go);
+  checked_memory_limit refuses the inputs a playbook should never pass it
 * parse_division_line  -- reportDivisionResult's log line (resource_division.go)
 """
 
@@ -103,6 +104,35 @@ def hamicore_memory_limit(portion, node_memory_label):
     if limit <= 0:
         return None
     return "%dm" % limit
+
+
+def checked_memory_limit(portion, node_memory_label):
+    """``hamicore_memory_limit`` for inputs checked first; raises KaiMathError naming the bad one.
+
+    ``portion`` must be a number in (0, 1] (a GPU fraction such as 0.51) and
+    ``node_memory_label`` a positive integer of MiB (the node's ``nvidia.com/gpu.memory``).
+    Returns None only where the plugin writes nothing for valid inputs: label x portion (two
+    decimals) is below 1 MiB.
+    """
+    if isinstance(portion, bool):
+        raise KaiMathError("portion must be a number in (0, 1] (a GPU fraction such as 0.51), got %r" % (portion,))
+    try:
+        portion_value = float(portion)
+    except (TypeError, ValueError):
+        raise KaiMathError("portion must be a number in (0, 1] (a GPU fraction such as 0.51), got %r" % (portion,))
+    if not 0 < portion_value <= 1:  # also refuses NaN
+        raise KaiMathError("portion must be a number in (0, 1] (a GPU fraction such as 0.51), got %r" % (portion,))
+    label_error = (
+        "node_memory_label must be a positive integer of MiB (the node's nvidia.com/gpu.memory label, "
+        "such as 40960), got %r" % (node_memory_label,)
+    )
+    try:
+        label = _to_int(node_memory_label, "node_memory_label")
+    except KaiMathError:
+        raise KaiMathError(label_error)
+    if label <= 0:
+        raise KaiMathError(label_error)
+    return hamicore_memory_limit(portion_value, label)
 
 
 def _number(text):

@@ -5,18 +5,76 @@
 
 Reads are always real; writes honour the client's server-side dry-run flag (check mode), so
 what check mode reports is what the API server would have done.
+
+As kubernetes.core's K8sService, every method turns the client's errors into one exception of
+ours, KubeError, whose message names the operation, the object and the server's answer
+(``patch Node gpu-1: 409 Conflict: <the API server's message>``).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import NotFoundError
+from contextlib import contextmanager
+
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
+    CLIENT_ERRORS,
+    ApiException,
+    CoreException,
+    NotFoundError,
+    ResourceNotFoundError,
+    ResourceNotUniqueError,
+    TransportError,
+    api_error_message,
+    get_api_client,
+)
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import KubeError
 
 FIELD_MANAGER = "gpulab.kai_hami"
 # API answers to pods/log that mean "no log to read (yet)".
 NO_LOG_YET = (400, 404)
 DRY_RUN_ALL = "All"
+
+
+def client_error(error, operation, kind, name=None, namespace=None, selector=None, api_version=None):
+    """The KubeError for a client error raised while doing ``operation`` on an object."""
+    where = dict(name=name, namespace=namespace, selector=selector)
+    if isinstance(error, ApiException):
+        detail = api_error_message(error) if getattr(error, "body", None) else None
+        return KubeError(operation, kind, status=getattr(error, "status", None), reason=getattr(error, "reason", None),
+                         detail=detail, **where)
+    if isinstance(error, (ResourceNotFoundError, ResourceNotUniqueError)):
+        served = "serves more than one" if isinstance(error, ResourceNotUniqueError) else "does not serve"
+        return KubeError(
+            operation, kind, reason="kind not served",
+            detail="the API server %s %s (is its CustomResourceDefinition installed?)" % (served, " ".join(p for p in (api_version, kind) if p)),
+            **where
+        )
+    if isinstance(error, TransportError):
+        return KubeError(operation, kind, reason="no answer from the API server", detail=str(error), **where)
+    return KubeError(operation, kind, detail="%s: %s" % (type(error).__name__, error), **where)
+
+
+@contextmanager
+def wrapped(operation, kind, name=None, namespace=None, selector=None, api_version=None):
+    """Raise any client error inside the block as a KubeError naming this operation and object."""
+    try:
+        yield
+    except CLIENT_ERRORS as error:  # pylint: disable=catching-non-exception
+        raise client_error(error, operation, kind, name, namespace, selector, api_version) from error
+
+
+def connect(module):
+    """A KubeService on kubernetes.core's API client for the module's connection options."""
+    host = module.params.get("host")
+    try:
+        return KubeService(get_api_client(module=module))
+    except KubeError:
+        raise
+    except CoreException as error:
+        raise KubeError("connect to", "API server", name=host, detail=str(error)) from error
+    except CLIENT_ERRORS as error:  # pylint: disable=catching-non-exception
+        raise client_error(error, "connect to", "API server", name=host) from error
 
 
 def _plain(obj):
@@ -51,10 +109,11 @@ class KubeService:
 
     def get(self, api_version, kind, name, namespace=None):
         """The object as a dict, or None when it does not exist."""
-        try:
-            return _plain(self.resource(api_version, kind).get(name=name, namespace=namespace))
-        except NotFoundError:
-            return None
+        with wrapped("get", kind, name, namespace, api_version=api_version):
+            try:
+                return _plain(self.resource(api_version, kind).get(name=name, namespace=namespace))
+            except NotFoundError:
+                return None
 
     def list(self, api_version, kind, namespace=None, label_selector=None, field_selector=None):
         params = {}
@@ -64,46 +123,53 @@ class KubeService:
             params["label_selector"] = label_selector
         if field_selector:
             params["field_selector"] = field_selector
-        result = _plain(self.resource(api_version, kind).get(**params))
+        selector = ", ".join("%s %s" % (key, params[key]) for key in ("label_selector", "field_selector") if key in params)
+        with wrapped("list", kind, namespace=namespace, selector=selector or None, api_version=api_version):
+            result = _plain(self.resource(api_version, kind).get(**params))
         return result.get("items") or []
 
     def apply(self, definition, field_manager=FIELD_MANAGER):
         """Server-side apply (taking over fields from other managers, as kubectl --force-conflicts)."""
-        resource = self.resource(definition["apiVersion"], definition["kind"])
-        return _plain(
-            self.dynamic.server_side_apply(
-                resource,
-                body=definition,
-                name=definition["metadata"]["name"],
-                namespace=definition["metadata"].get("namespace"),
-                field_manager=field_manager,
-                force_conflicts=True,
-                **self._dry_run_params()
+        name = definition["metadata"]["name"]
+        namespace = definition["metadata"].get("namespace")
+        with wrapped("apply", definition["kind"], name, namespace, api_version=definition["apiVersion"]):
+            resource = self.resource(definition["apiVersion"], definition["kind"])
+            return _plain(
+                self.dynamic.server_side_apply(
+                    resource,
+                    body=definition,
+                    name=name,
+                    namespace=namespace,
+                    field_manager=field_manager,
+                    force_conflicts=True,
+                    **self._dry_run_params()
+                )
             )
-        )
 
     def merge_patch(self, api_version, kind, name, patch, namespace=None):
         """A JSON merge patch (RFC 7386): only the given fields change; None deletes a key."""
-        resource = self.resource(api_version, kind)
-        return _plain(
-            self.dynamic.patch(
-                resource,
-                body=patch,
-                name=name,
-                namespace=namespace,
-                content_type="application/merge-patch+json",
-                field_manager=FIELD_MANAGER,
-                **self._dry_run_params()
+        with wrapped("patch", kind, name, namespace, api_version=api_version):
+            resource = self.resource(api_version, kind)
+            return _plain(
+                self.dynamic.patch(
+                    resource,
+                    body=patch,
+                    name=name,
+                    namespace=namespace,
+                    content_type="application/merge-patch+json",
+                    field_manager=FIELD_MANAGER,
+                    **self._dry_run_params()
+                )
             )
-        )
 
     def delete(self, api_version, kind, name, namespace=None):
         """Delete; returns False when the object was already gone."""
-        resource = self.resource(api_version, kind)
-        try:
-            resource.delete(name=name, namespace=namespace, **self._dry_run_params())
-        except NotFoundError:
-            return False
+        with wrapped("delete", kind, name, namespace, api_version=api_version):
+            resource = self.resource(api_version, kind)
+            try:
+                resource.delete(name=name, namespace=namespace, **self._dry_run_params())
+            except NotFoundError:
+                return False
         return True
 
     def events_for(self, kind, name, namespace):
@@ -126,19 +192,21 @@ class KubeService:
 
         "None to give" is the API's 400 (the container has not started, or no previous run) or
         404 (no such pod, no such log); any other error (403 on pods/log, a server error) is
-        raised, so that a missing permission never reads as "no evidence yet".
+        raised as a KubeError, so that a missing permission never reads as "no evidence yet".
         """
         kwargs = {"previous": previous}
         if container:
             kwargs["container"] = container
         if tail_lines:
             kwargs["tail_lines"] = tail_lines
-        try:
-            return self._core_api().read_namespaced_pod_log(name, namespace, **kwargs)
-        except Exception as error:  # pylint: disable=broad-exception-caught
-            if getattr(error, "status", None) in NO_LOG_YET:
-                return None
-            raise
+        operation = "read the previous log of" if previous else "read the log of"
+        with wrapped(operation, "Pod", name, namespace):
+            try:
+                return self._core_api().read_namespaced_pod_log(name, namespace, **kwargs)
+            except ApiException as error:
+                if error.status in NO_LOG_YET:
+                    return None
+                raise
 
 
 def _event_time(event):
@@ -151,4 +219,4 @@ def _event_time(event):
     )
 
 
-__all__ = ["FIELD_MANAGER", "KubeService"]
+__all__ = ["FIELD_MANAGER", "KubeError", "KubeService", "client_error", "connect", "wrapped"]

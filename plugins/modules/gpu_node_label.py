@@ -12,7 +12,7 @@ module: gpu_node_label
 short_description: Set the nvidia.com/gpu.memory, gpu.product and gpu.count labels KAI reads
 version_added: 0.1.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Sets (or removes) C(nvidia.com/gpu.memory), C(nvidia.com/gpu.product) and
     C(nvidia.com/gpu.count) on the named nodes, or on every node matching a label selector.
@@ -21,6 +21,9 @@ description:
     fraction, and its hamicore binder plugin needs it to write C(CUDA_DEVICE_MEMORY_LIMIT).
   - Only the labels are patched (JSON merge patch on C(metadata.labels)); the Node is never
     replaced. Many nodes are patched concurrently.
+  - When a patch fails (for example with C(409 Conflict) from a concurrent change), no further
+    patch is sent (those already sent finish), and the failure names the nodes already patched (RV(patched)) and
+    those not patched (RV(not_patched)); running the task again finishes the rest.
   - Nothing is sent to the cluster before every input has been validated.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
@@ -134,18 +137,63 @@ matched:
   returned: always
   type: int
   sample: 1
+patched:
+  description: The nodes whose labels were patched before a patch failed, sorted by name.
+  returned: when a patch fails
+  type: list
+  elements: str
+  sample: [gpu-node-1, gpu-node-3]
+not_patched:
+  description:
+    - The nodes that needed a change and were not patched when a patch failed, sorted by name
+      (the failed ones and those whose patch was not sent).
+  returned: when a patch fails
+  type: list
+  elements: str
+  sample: [gpu-node-2, gpu-node-4]
+kube_error:
+  description: The Kubernetes call that failed, as the message names it.
+  returned: when a Kubernetes call fails
+  type: dict
+  contains:
+    operation:
+      description: What was being done.
+      type: str
+      sample: patch
+    kind:
+      description: The kind of the object.
+      type: str
+      sample: Node
+    name:
+      description: The object's name (null for a list).
+      type: str
+      sample: gpu-node-2
+    namespace:
+      description: The object's namespace (null for cluster-scoped objects).
+      type: str
+      sample: null
+    status:
+      description: The HTTP status the API server answered (null when it did not answer).
+      type: int
+      sample: 409
+    reason:
+      description: The HTTP reason, or what went wrong when there is no status.
+      type: str
+      sample: Conflict
+    detail:
+      description: The API server's message.
+      type: str
+      sample: 'Operation cannot be fulfilled on nodes "gpu-node-2": the object has been modified'
 """
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
-    CoreException,
-    DynamicApiError,
-    api_error_text,
     auth_argument_spec,
     build_module,
-    get_api_client,
 )
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import KubeError
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.node_labels import (
     GPU_LABELS,
     MEMORY_LABEL,
@@ -154,7 +202,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.node_labels import
     label_changes,
     validate_label_input,
 )
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import KubeService
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
 
 DEFAULT_SELECTOR = "nvidia.com/gpu.present=true"
 KAI_SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
@@ -194,8 +242,55 @@ def kai_scheduler_running(service):
         return bool(
             service.list("apps/v1", "Deployment", field_selector="metadata.name=%s" % KAI_SCHEDULER_DEPLOYMENT)
         )
-    except DynamicApiError:
+    except KubeError:
         return False
+
+
+def patch_nodes(plans, patch, parallel):
+    """Run ``patch(plan)`` for every plan, at most ``parallel`` at a time; the results in plan order.
+
+    After a patch fails no further patch is sent (those running finish), and the first failing
+    node's KubeError is raised with a note, and ``patched`` / ``not_patched`` results, naming
+    the nodes that were patched and those that were not.
+    """
+    results, errors, in_flight, succeeded = [None] * len(plans), {}, {}, set()
+    waiting = iter(enumerate(plans))
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+
+        def send_next():
+            entry = next(waiting, None)
+            if entry is not None:
+                in_flight[pool.submit(patch, entry[1])] = entry[0]
+
+        for dummy in range(parallel):
+            send_next()
+        while in_flight:
+            done, dummy = wait_for_futures(list(in_flight), return_when=FIRST_COMPLETED)
+            for future in done:
+                index = in_flight.pop(future)
+                if future.exception() is not None:
+                    errors[index] = future.exception()
+                else:
+                    results[index] = future.result()
+                    succeeded.add(index)
+                if not errors:
+                    send_next()
+    if not errors:
+        return results
+    patched, not_patched = [], []
+    for index, (node, dummy, changes) in enumerate(plans):
+        if changes:
+            (patched if index in succeeded else not_patched).append(node["metadata"]["name"])
+    error = errors[min(errors)]
+    if not isinstance(error, KubeError):
+        raise error
+    raise error.add_note(
+        "%d of %d node(s) to change were patched before the failure (%s); not patched: %s. "
+        "Run the task again to patch the rest"
+        % (len(patched), len(patched) + len(not_patched), ", ".join(sorted(patched)) or "none", ", ".join(sorted(not_patched))),
+        patched=sorted(patched),
+        not_patched=sorted(not_patched),
+    )
 
 
 def main():
@@ -213,7 +308,7 @@ def main():
         module.fail_json(msg=str(error))
 
     try:
-        service = KubeService(get_api_client(module=module))
+        service = connect(module)
         nodes, source = select_nodes(service, params)
         if len(nodes) < params["min_nodes"]:
             raise NodeLabelError(
@@ -234,14 +329,11 @@ def main():
             body = {"metadata": {"labels": dict((key, after) for key, (before, after) in changes.items())}}
             return service.merge_patch("v1", "Node", node["metadata"]["name"], body)
 
-        with ThreadPoolExecutor(max_workers=params["parallel"]) as pool:
-            patched = list(pool.map(patch, plans))
+        patched = patch_nodes(plans, patch, params["parallel"])
     except NodeLabelError as error:
         module.fail_json(msg=str(error))
-    except DynamicApiError as error:
-        module.fail_json(msg="Kubernetes API error: %s" % api_error_text(error))
-    except CoreException as error:
-        module.fail_from_exception(error)
+    except KubeError as error:
+        module.fail_json(msg=str(error), **error.fail_fields())
 
     results, diffs = [], []
     for (node, labels, changes), after in zip(plans, patched):

@@ -12,7 +12,7 @@ module: kai_queue
 short_description: Manage KAI Scheduler queues (scheduling.run.ai/v2 Queue)
 version_added: 0.1.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Create, update or delete one KAI Scheduler C(Queue), or a whole hierarchy in one task.
   - A hierarchy given in O(queues) is applied parents first and deleted children first.
@@ -224,15 +224,48 @@ webhook_retries:
   returned: always
   type: int
   sample: 0
+kube_error:
+  description: The Kubernetes call that failed (or the wait that ran out), as the message names it.
+  returned: when a Kubernetes call fails
+  type: dict
+  contains:
+    operation:
+      description: What was being done.
+      type: str
+      sample: apply
+    kind:
+      description: The kind of the object.
+      type: str
+      sample: Queue
+    name:
+      description: The object's name (null for a list).
+      type: str
+      sample: research
+    namespace:
+      description: The object's namespace (null for cluster-scoped objects).
+      type: str
+      sample: null
+    status:
+      description: The HTTP status the API server answered (null when it did not answer, or for a wait).
+      type: int
+      sample: 403
+    reason:
+      description: The HTTP reason, or what went wrong when there is no status.
+      type: str
+      sample: Forbidden
+    detail:
+      description: The API server's message, or what a wait was still missing.
+      type: str
+      sample: 'admission webhook "queue-validation.kai.scheduler" denied the request: ...'
 """
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
-    CoreException,
-    DynamicApiError,
-    api_error_text,
     auth_argument_spec,
     build_module,
-    get_api_client,
+)
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import (
+    KubeError,
+    KubeTimeout,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.queues import (
     API_VERSION,
@@ -247,10 +280,10 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.queues import (
     validate_queue,
     validate_queues,
 )
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import KubeService
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import (
-    poll,
     retry_while_webhook_settles,
+    wait_until,
 )
 
 
@@ -346,21 +379,27 @@ class QueueRunner:
     def wait_for_children(self, queues):
         pending = [q for q in queues if q.get("parent_queue")]
         timeout = self.module.params["wait_timeout"]
+        unlisted = []
 
         def listed_by_parents():
+            del unlisted[:]
             for queue in pending:
                 parent = self.service.get(API_VERSION, KIND, queue["parent_queue"]) or {}
                 if queue["name"] not in ((parent.get("status") or {}).get("childQueues") or []):
-                    return False
-            return True
+                    unlisted.append("%s (parent %s)" % (queue["name"], queue["parent_queue"]))
+            return not unlisted
 
-        ok, dummy, waited = poll(listed_by_parents, timeout, sleep=1.0)
-        if not ok:
-            self.module.fail_json(
-                msg="timed out after %d s waiting for parent queues to list their children in "
-                "status.childQueues (is KAI's queue-controller running?)" % timeout,
-                queues=self.results,
+        def timed_out(dummy_value, dummy_elapsed):
+            return KubeTimeout(
+                KIND,
+                name=", ".join(sorted(set(q["parent_queue"] for q in pending))),
+                timeout=timeout,
+                operation="wait for status.childQueues of",
+                detail="child queue(s) not listed yet: %s (is KAI's queue-controller running?)" % ", ".join(unlisted),
+                result=dict(queues=self.results),
             )
+
+        wait_until(listed_by_parents, timeout, timed_out, sleep=1.0)
 
     def absent(self, queues):
         existing_list = self.existing_queues()
@@ -410,16 +449,16 @@ def main():
     except QueueSpecError as error:
         module.fail_json(msg=str(error))
 
+    runner = None
     try:
-        runner = QueueRunner(module, KubeService(get_api_client(module=module)))
+        runner = QueueRunner(module, connect(module))
         if params["state"] == "present":
             runner.present(queues)
         else:
             runner.absent(queues)
-    except DynamicApiError as error:
-        module.fail_json(msg="Kubernetes API error: %s" % api_error_text(error))
-    except CoreException as error:
-        module.fail_from_exception(error)
+    except KubeError as error:
+        error.result.setdefault("queues", runner.results if runner else [])
+        module.fail_json(msg=str(error), **error.fail_fields())
 
     result = dict(
         changed=any(r["action"] not in ("unchanged", "absent") for r in runner.results),

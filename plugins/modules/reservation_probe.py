@@ -12,7 +12,7 @@ module: reservation_probe
 short_description: Classify KAI's GPU reservation-pod boundary for a shared-GPU pod
 version_added: 0.1.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Read-only. Reads a shared-GPU pod (one with a C(gpu-memory) or C(gpu-fraction)
     annotation), its events, and KAI's reservation pods with their
@@ -115,24 +115,56 @@ bind_attempts:
   returned: always
   type: int
   sample: 3
+kube_error:
+  description: The Kubernetes call that failed (or the wait that ran out), as the message names it.
+  returned: when a Kubernetes call fails
+  type: dict
+  contains:
+    operation:
+      description: What was being done.
+      type: str
+      sample: read the log of
+    kind:
+      description: The kind of the object.
+      type: str
+      sample: Pod
+    name:
+      description: The object's name (null for a list).
+      type: str
+      sample: gpu-reservation-5df74f36086ed6c5
+    namespace:
+      description: The object's namespace (null for cluster-scoped objects).
+      type: str
+      sample: kai-resource-reservation
+    status:
+      description: The HTTP status the API server answered (null when it did not answer, or for a wait).
+      type: int
+      sample: 403
+    reason:
+      description: The HTTP reason, or what went wrong when there is no status.
+      type: str
+      sample: Forbidden
+    detail:
+      description: The API server's message, or what a wait was still missing.
+      type: str
+      sample: 'pods "gpu-reservation-5df74f36086ed6c5" is forbidden: ... cannot get resource "pods/log" ...'
 """
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
-    ApiException,
-    CoreException,
-    DynamicApiError,
-    api_error_text,
     auth_argument_spec,
     build_module,
-    get_api_client,
+)
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import (
+    KubeError,
+    KubeTimeout,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import (
     RESERVATION_APP_SELECTOR,
     VERDICTS,
     classify,
 )
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import KubeService
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import poll
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import wait_until
 
 
 class PodNotFound(Exception):
@@ -179,7 +211,7 @@ def main():
             module.fail_json(msg="%s must be a positive number, got %d" % (field, params[field]))
 
     try:
-        service = KubeService(get_api_client(module=module))
+        service = connect(module)
         if params["expect"] is None:
             result = observe(service, params)
         else:
@@ -189,22 +221,24 @@ def main():
                 seen["result"] = observe(service, params)
                 return seen["result"]["verdict"] == params["expect"]
 
-            ok, dummy, waited = poll(reached, params["wait_timeout"], sleep=params["wait_sleep"])
-            result = seen["result"]
-            if not ok:
-                module.fail_json(
-                    msg="verdict %r not reached within %d s: last verdict %r; evidence: %s"
-                    % (params["expect"], params["wait_timeout"], result["verdict"], "; ".join(result["evidence"])),
-                    **result
+            def timed_out(dummy_value, dummy_elapsed):
+                last = seen["result"]
+                return KubeTimeout(
+                    "Pod",
+                    name=params["name"],
+                    namespace=params["namespace"],
+                    timeout=params["wait_timeout"],
+                    operation="wait for verdict %r of" % params["expect"],
+                    detail="last verdict %r; evidence: %s" % (last["verdict"], "; ".join(last["evidence"])),
+                    result=last,
                 )
+
+            wait_until(reached, params["wait_timeout"], timed_out, sleep=params["wait_sleep"])
+            result = seen["result"]
     except PodNotFound as error:
         module.fail_json(msg=str(error))
-    except DynamicApiError as error:
-        module.fail_json(msg="Kubernetes API error: %s" % api_error_text(error))
-    except ApiException as error:
-        module.fail_json(msg="Kubernetes API error reading a reservation pod's log: %s" % api_error_text(error))
-    except CoreException as error:
-        module.fail_from_exception(error)
+    except KubeError as error:
+        module.fail_json(msg=str(error), **error.fail_fields())
 
     module.exit_json(changed=False, **result)
 

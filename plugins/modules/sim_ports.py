@@ -12,7 +12,7 @@ module: sim_ports
 short_description: Named TCP ports on 127.0.0.1 for the sim platform's processes, the same on every run
 version_added: 0.2.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Gives each name in O(names) a TCP port on 127.0.0.1 and remembers it in the JSON file
     O(path), so re-runs (and the webhook configurations that name the ports) stay the same.

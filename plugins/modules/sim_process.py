@@ -12,7 +12,7 @@ module: sim_process
 short_description: Run a program as a local background process, idempotently (the sim platform)
 version_added: 0.2.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Starts a program in a session of its own, detached from Ansible, with its output appended
     to a log file, and remembers it by O(name) in O(state_dir) (C(<name>.pid),

@@ -12,7 +12,7 @@ module: sim_tls
 short_description: A self-signed CA and serving certificates for the sim platform's webhook servers
 version_added: 0.2.0
 author:
-  - gpulab maintainers (@gpulab)
+  - gpulab.kai_hami contributors (@gpulab)
 description:
   - Keeps a CA (C(ca.crt), C(ca.key)) in O(path) and, for each entry of O(servers), a serving
     certificate signed by it in C(<path>/<server>/tls.crt) and C(tls.key) - the file names

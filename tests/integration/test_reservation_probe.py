@@ -121,8 +121,10 @@ def test_expect_times_out_with_last_verdict_and_evidence(module, pods):
     result = module("reservation_probe", name="shared-c", namespace=NAMESPACE, expect="reserved", wait_timeout=3, wait_sleep=1)
     assert time.monotonic() - start < 60
     assert result.get("failed") is True
-    assert "verdict 'reserved' not reached within 3 s: last verdict 'pending'" in result["msg"]
+    assert result["msg"].startswith(
+        "wait for verdict 'reserved' of Pod %s/shared-c: timed out after 3 s: last verdict 'pending'; evidence: " % NAMESPACE)
     assert result["verdict"] == "pending"
+    assert result["kube_error"]["reason"] == "timed out after 3 s" and result["kube_error"]["name"] == "shared-c"
 
 
 def test_missing_pod_fails_naming_it(module, namespaces):

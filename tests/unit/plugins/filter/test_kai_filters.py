@@ -63,3 +63,35 @@ def test_division_with_an_allocation_finds_the_line_that_shows_it_not_the_last()
     last = render("{{ lines | gpulab.kai_hami.kai_division('default-queue') }}", lines=lines)
     assert last["gpu"]["allocated"] == 1
     assert render("{{ lines | gpulab.kai_hami.kai_division('default-queue', 2.5) is none }}", lines=lines) is True
+
+
+@pytest.mark.parametrize(
+    "portion, label, argument, accepted",
+    [
+        ("'half'", 40960, "portion", "a number in (0, 1]"),
+        (0, 40960, "portion", "a number in (0, 1]"),
+        (-0.5, 40960, "portion", "a number in (0, 1]"),
+        (1.5, 40960, "portion", "a number in (0, 1]"),
+        ("true", 40960, "portion", "a number in (0, 1]"),
+        ("none", 40960, "portion", "a number in (0, 1]"),
+        (0.51, "'forty'", "node_memory_label", "a positive integer of MiB"),
+        (0.51, "none", "node_memory_label", "a positive integer of MiB"),
+        (0.51, 0, "node_memory_label", "a positive integer of MiB"),
+        (0.51, -40960, "node_memory_label", "a positive integer of MiB"),
+        (0.51, 40960.5, "node_memory_label", "a positive integer of MiB"),
+        (0.51, "''", "node_memory_label", "a positive integer of MiB"),
+    ],
+)
+def test_memory_limit_refuses_bad_input_naming_the_argument(portion, label, argument, accepted):
+    with pytest.raises(AnsibleError) as raised:
+        render("{{ %s | gpulab.kai_hami.kai_memory_limit(%s) }}" % (portion, label))
+    message = str(raised.value)
+    assert "kai_memory_limit: %s must be %s" % (argument, accepted) in message, message
+
+
+@pytest.mark.parametrize("portion, label", [(1, 40960), ("'0.51'", "'40960'"), (0.01, 99)])
+def test_memory_limit_accepts_the_edges_of_what_it_accepts(portion, label):
+    value = render("{{ %s | gpulab.kai_hami.kai_memory_limit(%s) }}" % (portion, label))
+    portion_value, label_value = float(str(portion).strip("'")), int(str(label).strip("'"))
+    expected = int(label_value * portion_value)
+    assert value == ("%dm" % expected if expected else None)
