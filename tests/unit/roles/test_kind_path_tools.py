@@ -109,7 +109,7 @@ def test_helm_download_with_a_wrong_checksum_fails_naming_both_and_installs_noth
 
 
 def test_helm_for_an_unknown_platform_without_go_names_the_supported_ones(tmp_path, release_server):
-    base, _ = release_server
+    base = release_server[0]
     pins = {HELM_VERSION: {"linux-amd64": "a" * 64, "darwin-arm64": "b" * 64}}
     done = run_helm_binary(tmp_path, BARE_PATH, helm_binary_dir=str(tmp_path / "bin"), helm_binary_download_base=base,
                            helm_binary_platform="plan9-mips", helm_binary_release_sha256=pins)
