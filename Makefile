@@ -26,12 +26,14 @@ export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_NOCOLOR := 1
 
-.PHONY: help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench bench-lab requirements clean clean-cache
+ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
+
+.PHONY: actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench bench-lab requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-test: sanity lint changelog-lint sim-bin pytest ## Everything: sanity, lint, changelog lint, then unit + sim integration tests (last line is pytest's)
+test: sanity lint changelog-lint actionlint sim-bin pytest ## Everything: sanity, lint, changelog lint, actionlint, then unit + sim integration tests (last line is pytest's)
 
 lab: collections ## Bring Lab 11 up and prove its claims: ansible-playbook playbooks/lab11.yml (auto platform; LAB_ARGS='-e ...')
 	ansible-playbook playbooks/lab11.yml $(LAB_ARGS)
@@ -83,6 +85,13 @@ lint: collections ## ansible-lint, production profile, offline
 
 changelog-lint: venv ## antsibull-changelog lint of the fragments
 	antsibull-changelog lint
+
+actionlint: $(ACTIONLINT) ## actionlint on .github/workflows (shellcheck on run: steps when shellcheck is installed)
+	$(ACTIONLINT) $$(command -v shellcheck >/dev/null || echo -shellcheck=)
+# Built once per version: the binary's path is keyed by ACTIONLINT_VERSION.
+$(ACTIONLINT):
+	mkdir -p $(dir $@)
+	GOBIN=$(dir $@) GOTOOLCHAIN=local go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 sim-bin: ## Build the sim platform's binaries from Go modules (warm: seconds)
 	$(SIM_BIN)/build.sh
