@@ -57,27 +57,65 @@ def claims_of(tmp_path):
     return {c["id"]: c for c in json.loads((tmp_path / "report" / "claims.json").read_text())["claims"]}
 
 
-@pytest.mark.parametrize(
-    "more, message",
-    [
-        (dict(lab11_platform="docker"), "lab11_platform must be one of auto, kind, sim, existing (got docker)"),
-        (dict(lab11_profiles={"a100": {"count": 8, "product": "x"}}), "its profile needs memory_mib"),
-        (dict(lab11_profile="h200"), "lab11_profile must be one of a100 (got h200)"),
-        (dict(lab11_report_dir="/etc/hostname"), "lab11_report_dir /etc/hostname cannot be written"),
-        (dict(lab11_boundary="crossed"), "lab11_boundary must be library_missing or mock_nvml (got crossed)"),
-        (dict(lab11_platform="existing", lab11_boundary="mock_nvml", lab11_kubeconfig="/nonexistent/kubeconfig"),
-         "mock_nvml is sim only"),
-        (dict(lab11_report_dir="/nonexistent-parent/report"), "lab11_report_dir /nonexistent-parent/report cannot be written"),
-        (dict(kai_scheduler_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
-                                    {"name": "team-a", "parent_queue": "default-queue"}]),
-         "lab11_queue default-queue is not a leaf queue: kai_scheduler_queues makes it the parent of ['team-a']"),
-    ],
-)
+def _profile(**change):
+    return {"a100": dict(PROFILE, **change)}
+
+
+# Every playbook-level variable with a wrong type or value, and the words the refusal must say.
+# Each is refused before anything exists: no sim work dir, no report, no process.
+BAD_INPUTS = [
+    # the platform
+    (dict(lab11_platform="docker"), "value of lab11_platform must be one of: auto, kind, sim, existing, got: docker"),
+    (dict(lab11_platform=7), "value of lab11_platform must be one of: auto, kind, sim, existing, got: 7"),
+    (dict(lab11_platform="existing", lab11_kubeconfig="/nonexistent/kubeconfig"),
+     "lab11_kubeconfig /nonexistent/kubeconfig is not a file: lab11_platform=existing needs the kubeconfig"),
+    (dict(lab11_platform="existing", lab11_boundary="mock_nvml", lab11_kubeconfig="/nonexistent/kubeconfig"), "lab11_boundary mock_nvml is sim only"),
+    (dict(lab11_boundary="crossed"), "value of lab11_boundary must be one of: library_missing, mock_nvml, got: crossed"),
+    # the cluster name
+    (dict(lab11_cluster_name="Bad_Name"), "lab11_cluster_name must be a DNS label of at most 32 characters"),
+    (dict(lab11_cluster_name=""), "lab11_cluster_name must be a DNS label of at most 32 characters"),
+    (dict(lab11_cluster_name="a" * 40), "lab11_cluster_name must be a DNS label of at most 32 characters"),
+    # the GPU profile and its counts
+    (dict(lab11_profile="h200"), "lab11_profile must be one of a100 (got h200)"),
+    (dict(lab11_profiles={"a100": {"count": 8, "product": "x"}}), "its profile needs memory_mib"),
+    (dict(lab11_profiles=_profile(count="eight")), "'count': 'eight'"),
+    (dict(lab11_profiles=_profile(count=0)), "'count': 0"),
+    (dict(lab11_profiles=_profile(count=-2)), "'count': -2"),
+    (dict(lab11_profiles=_profile(memory_mib=50)), "'memory_mib': 50"),
+    (dict(lab11_profiles=_profile(memory_mib="lots")), "'memory_mib': 'lots'"),
+    (dict(lab11_profiles="a100"), "argument 'lab11_profiles' is of type str and we were unable to convert to dict"),
+    # the timeouts
+    (dict(lab11_reservation_timeout="soon"), "argument 'lab11_reservation_timeout' is of type str and we were unable to convert to int"),
+    (dict(lab11_reservation_timeout=0), "lab11_reservation_timeout and lab11_wait_timeout must be positive numbers of seconds (got 0 and"),
+    (dict(lab11_reservation_timeout=-5), "must be positive numbers of seconds (got -5 and"),
+    (dict(lab11_wait_timeout="later"), "argument 'lab11_wait_timeout' is of type str and we were unable to convert to int"),
+    (dict(lab11_wait_timeout=0), "must be positive numbers of seconds (got 40 and 0)"),
+    # the report directory and the kubeconfig
+    (dict(lab11_report_dir="/etc/hostname"), "lab11_report_dir /etc/hostname cannot be written"),
+    (dict(lab11_report_dir="/nonexistent-parent/report"), "lab11_report_dir /nonexistent-parent/report cannot be written"),
+    (dict(lab11_report_dir={"a": 1}), "lab11_report_dir, lab11_kubeconfig and lab11_docker_socket must be paths (got dict"),
+    (dict(lab11_kubeconfig=["/tmp/kubeconfig"]), "must be paths (got str"),
+    # the queues
+    (dict(lab11_queue="Team_A"), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got Team_A)"),
+    (dict(lab11_queue="team-b"), "and one of the names in kai_scheduler_queues when they are given"),
+    (dict(lab11_missing_queue="default-queue"), "lab11_missing_queue must name another queue (got default-queue)"),
+    (dict(kai_scheduler_queues="default"), "Elements value for option 'kai_scheduler_queues' is of type str and we were unable to convert to dict"),
+    (dict(kai_scheduler_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
+                                {"name": "team-a", "parent_queue": "default-queue"}]),
+     "lab11_queue default-queue is not a leaf queue: kai_scheduler_queues makes it the parent of ['team-a']"),
+    # the switches
+    (dict(lab11_fail_on_claims="maybe"), "argument 'lab11_fail_on_claims' is of type str and we were unable to convert to bool"),
+]
+
+
+@pytest.mark.parametrize("more, message", BAD_INPUTS, ids=["%s=%r" % next(iter(more.items())) for more, _ in BAD_INPUTS])
 def test_bad_input_is_refused_before_anything_exists(tmp_path, more, message):
     done = run_playbook(lab_vars(tmp_path, lab11_cluster_name="bad", **more), playbook=LAB)
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "sim")), "a cluster was started before the input was refused"
+    assert not os.path.exists(str(tmp_path / "report")), "a report was written before the input was refused"
+    assert not os.path.exists(os.path.expanduser("~/.cache/gpulab-kai-hami/sim/bad")), "a work dir was made before the input was refused"
 
 
 def test_auto_without_docker_and_without_go_is_refused(tmp_path):
