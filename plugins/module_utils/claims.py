@@ -3,16 +3,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lab 11's claims, decided from API objects and log lines read beforehand.
 
-Each function takes what the claim's task file read from the cluster and returns
+Each ``cN_<what>`` function takes what claim CN's task file read from the cluster (API objects
+as dicts, log lines, a module's result) and the expected inputs, and returns
 ``{'holds': bool, 'evidence': [lines]}``. Expected numbers come from KAI's arithmetic
-(kai_math), computed from the inputs.
+(kai_math), computed from the inputs. ``claim_record`` turns a decision into the report's record.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import (
+    KaiMathError,
     gpu_fraction,
     hamicore_memory_limit,
     last_division,
@@ -22,6 +26,24 @@ GPU_GROUP_LABEL = "runai-gpu-group"
 GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
 LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
 DEVICES_KEY = "NVIDIA_VISIBLE_DEVICES"
+
+
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+QUEUE_MISSING_REASON = "QueueDoesNotExist"
+ISOLATOR_KEYS_LINE = "annotationKeys=gpu-fraction|gpu-memory"
+ISOLATOR_VOLUME_PREFIX = "kai-resource-isolator-"
+ISOLATOR_VGPU_VOLUME = "kai-resource-isolator-vgpu"
+PRELOAD_PATH = "/etc/ld.so.preload"
+VGPU_PATH = "/usr/local/vgpu"
+VGPU_MOUNT_ENV = "CONTAINER_VGPU_MOUNT"
+SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
+# Claims whose tasks wait (lab11_claim_wait_timeout) for KAI to act: an event, a bind, a log
+# line, a reservation. When C2 found KAI not running they are decided at once, and say why.
+CLAIMS_WAITING_ON_KAI = ("C3", "C5", "C6", "C8", "C9")
+NOT_WAITED_LINE = "not waited for: C2 found KAI not running"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NEWLINE = re.compile(r"\s*\n\s*")
 
 
 def _name(obj):
@@ -56,14 +78,181 @@ def _shared_pod_facts(pod, request_mib, label, configmaps):
     )
 
 
-def c9_hamicore_numbers(first_pod, second_pod, requests_mib, node_memory_label, configmaps, reservation_pods,
-                        scheduler_lines, queue, whole_gpus=1):
+def _get(obj, *keys):
+    """obj[k1][k2]... with None for anything missing on the way."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _first(resources):
+    """The first object of a k8s_info ``resources`` list, or {} when there is none."""
+    return (resources or [None])[0] or {}
+
+
+def _state(present):
+    return "present" if present else "missing"
+
+
+def c1_mock_gpus(nodes, node_name, gpu_count):
+    """C1: the mock advertises whole GPUs: the node's allocatable nvidia.com/gpu is the profile's count.
+
+    ``nodes`` is what k8s_info read for the GPU node (a list of at most one Node).
+    """
+    allocatable = _get(_first(nodes), "status", "allocatable", GPU_RESOURCE)
+    allocatable = "none" if allocatable is None else str(allocatable)
+    return {"holds": allocatable == str(gpu_count),
+            "evidence": ["node %s allocatable %s: %s (expected %s)" % (node_name, GPU_RESOURCE, allocatable, gpu_count)]}
+
+
+def c2_kai_runs(deployments, workloads, namespace):
+    """C2: KAI installs and runs: each of its workloads is a Deployment with an available replica."""
+    available = set(_get(d, "metadata", "name") for d in deployments or [] if (_get(d, "status", "availableReplicas") or 0) >= 1)
+    up = [w for w in workloads if w in available]
+    down = [w for w in workloads if w not in available]
+    return {"holds": not down,
+            "evidence": ["available in %s: %s" % (namespace, ", ".join(up) or "none"),
+                         "missing or not available: %s" % (", ".join(down) or "none")]}
+
+
+def c3_queues_gate(queues, events, probe_pods, queue, parent_queue, missing_queue, namespace, probe_pod):
+    """C3: queues gate scheduling: ``queue`` exists under ``parent_queue``, and the probe pod, which
+    names ``missing_queue``, is Pending with KAI's QueueDoesNotExist event.
+
+    ``events`` are the probe pod's events; ``probe_pods`` what k8s_info read for it.
+    """
+    names = [_get(q, "metadata", "name") for q in queues or []]
+    parent = next((_get(q, "spec", "parentQueue") or "" for q in queues or [] if _get(q, "metadata", "name") == queue), "")
+    messages = [e.get("message") or "" for e in events or [] if QUEUE_MISSING_REASON in (e.get("message") or "")]
+    message = messages[-1] if messages else ""
+    phase = _get(_first(probe_pods), "status", "phase") or "missing"
+    holds = parent_queue in names and queue in names and parent == parent_queue and bool(message) and phase == "Pending"
+    event = message or "no %s event" % QUEUE_MISSING_REASON
+    return {"holds": holds,
+            "evidence": ["queues: %s; %s has parent %s (expected %s)" % (", ".join(sorted(names)) or "none", queue, parent or "none", parent_queue),
+                         "pod %s/%s (queue %s) is %s; event: %s" % (namespace, probe_pod, missing_queue, phase, event)]}
+
+
+def c4_isolator_webhook(log_lines, log_error, dry_run_pod):
+    """C4: the isolator webhook is active: its startup line names the annotation keys, and a
+    server-side dry-run of an annotated pod comes back with the isolator's vgpu volume.
+
+    ``log_error`` is k8s_log's message when the log could not be read (else None);
+    ``dry_run_pod`` the pod the API server returned for the dry-run.
+    """
+    lines = [line for line in log_lines or [] if "annotationKeys=" in line]
+    line = lines[-1] if lines else ""
+    # only the isolator's volumes: the service-account volume's name is random on every dry-run
+    volumes = [v.get("name") for v in _get(dry_run_pod, "spec", "volumes") or [] if (v.get("name") or "").startswith(ISOLATOR_VOLUME_PREFIX)]
+    return {"holds": ISOLATOR_KEYS_LINE in line and ISOLATOR_VGPU_VOLUME in volumes,
+            "evidence": ["webhook log: %s" % (line or "no annotationKeys line (%s)" % (log_error or "no log")),
+                         "isolator volumes in the dry-run pod: %s" % (", ".join(volumes) or "none")]}
+
+
+def c5_base_scheduling(pods, bind_requests, node_name, namespace, pod_name):
+    """C5: KAI base scheduling works: the whole-GPU pod runs on the GPU node, bound by KAI (its
+    BindRequest exists; the manifest names no node)."""
+    pod = _first(pods)
+    phase = _get(pod, "status", "phase") or "missing"
+    node = _get(pod, "spec", "nodeName") or ""
+    bound = bool(bind_requests)
+    return {"holds": phase == "Running" and node == node_name and bound,
+            "evidence": ["pod %s/%s is %s on node %s (expected %s)" % (namespace, pod_name, phase, node or "none", node_name),
+                         "BindRequest %s/%s: %s" % (namespace, pod_name, "exists" if bound else "not found")]}
+
+
+def c6_gpu_memory_accounting(scheduler_lines, log_error, nodes, queue, requests_mib, whole_gpus, kai_namespace):
+    """C6: KAI reads per-GPU memory: a scheduler division line for ``queue`` shows GPU allocated ==
+    ``whole_gpus`` (the whole-GPU pod's request) + kai_gpu_fraction(request, label) for each of
+    ``requests_mib`` (the shared pods' gpu-memory requests), label being the node's
+    nvidia.com/gpu.memory label.
+
+    Also returns ``expected_allocation`` (None when there is nothing to wait for: the node has
+    no usable label), so the task can wait for the line it expects.
+    """
+    node = _first(nodes)
+    label = _get(node, "metadata", "labels", GPU_MEMORY_LABEL)
+    node_name = _get(node, "metadata", "name") or "(not found)"
+    if not label:
+        return {"holds": False, "expected_allocation": None,
+                "evidence": ["node %s has no %s label (Step 3 sets it, with gpulab.kai_hami.gpu_node_label)" % (node_name, GPU_MEMORY_LABEL)]}
+    try:
+        fractions = [gpu_fraction(request, label) for request in requests_mib]
+    except KaiMathError as error:
+        return {"holds": False, "expected_allocation": None,
+                "evidence": ["node %s label %s=%s gives KAI no GPU fraction: %s" % (node_name, GPU_MEMORY_LABEL, label, error)]}
+    expected = round(whole_gpus + sum(fractions), 2)
+    match = last_division(scheduler_lines or [], queue, expected)
+    division = match or last_division(scheduler_lines or [], queue) or {}
+    terms = " + ".join(["%d" % whole_gpus] + ["kai_gpu_fraction(%s, %s)" % (request, label) for request in requests_mib])
+    allocated = _get(division, "gpu", "allocated")
+    return {"holds": match is not None, "expected_allocation": expected,
+            "evidence": ["queue %s GPU allocated: %s; expected %s = %s" % (queue, "none" if allocated is None else allocated, terms, expected),
+                         "scheduler log: %s" % (division.get("line") or "no division line for %s in the log of deployment/%s in %s%s" % (
+                             queue, SCHEDULER_DEPLOYMENT, kai_namespace, " (%s)" % log_error if log_error else ""))]}
+
+
+def c7_hami_core_injection(pods, nodes, request_mib):
+    """C7: the isolator injects HAMi-core and KAI wires the memory limit into the shared pod: the
+    /etc/ld.so.preload subPath and /usr/local/vgpu mounts, CONTAINER_VGPU_MOUNT, runtimeClassName
+    nvidia, and a CUDA_DEVICE_MEMORY_LIMIT env taken from a ConfigMap (which the hamicore plugin
+    fills at bind time with kai_memory_limit(fraction, label), named in the evidence)."""
+    pod = _first(pods)
+    spec = pod.get("spec") or {}
+    container = (spec.get("containers") or [{}])[0]
+    mounts = container.get("volumeMounts") or []
+    env = [e.get("name") for e in container.get("env") or []]
+    preload = [m for m in mounts if m.get("mountPath") == PRELOAD_PATH and m.get("subPath")]
+    vgpu = [m for m in mounts if m.get("mountPath") == VGPU_PATH]
+    limit_configmap = _limit_configmap(pod)
+    label = _get(_first(nodes), "metadata", "labels", GPU_MEMORY_LABEL)
+    if not label:
+        limit = "none (no %s label: the hamicore plugin writes nothing)" % GPU_MEMORY_LABEL
+    else:
+        try:
+            limit = hamicore_memory_limit(gpu_fraction(request_mib, label), label) or "nothing"
+        except KaiMathError as error:
+            limit = "none (%s)" % error
+    checks = [preload, vgpu, VGPU_MOUNT_ENV in env, limit_configmap, spec.get("runtimeClassName") == "nvidia"]
+    return {"holds": all(bool(c) for c in checks),
+            "evidence": ["%s mount (subPath %s): %s" % (PRELOAD_PATH, preload[0]["subPath"] if preload else "none", _state(preload)),
+                         "%s mount: %s; %s env: %s" % (VGPU_PATH, _state(vgpu), VGPU_MOUNT_ENV, _state(VGPU_MOUNT_ENV in env)),
+                         "runtimeClassName: %s" % (spec.get("runtimeClassName") or "none"),
+                         "%s env reference: %s (hamicore writes %s at bind time)" % (
+                             LIMIT_ENV, "present (ConfigMap %s)" % limit_configmap if limit_configmap else
+                             ("missing (an env without a ConfigMap reference)" if LIMIT_ENV in env else "missing"), limit)]}
+
+
+def c8_reservation_boundary(probe, expected_boundary):
+    """C8: the reservation boundary: reservation_probe's verdict is ``expected_boundary``.
+
+    Anything but ``reserved`` expected is an expected failure (a mock GPU: the reservation pod
+    finds no NVML), returned as ``expected_failure``. ``probe`` is reservation_probe's result.
+    """
+    probe = probe or {}
+    verdict = probe.get("verdict") or "none"
+    first = "verdict: %s (expected %s)" % (verdict, expected_boundary)
+    if probe.get("nvml_error"):
+        first += ", NVML %s" % probe["nvml_error"]
+    details = probe["evidence"] if "evidence" in probe else [probe.get("msg") or "no evidence"]
+    return {"holds": verdict == expected_boundary, "expected_failure": expected_boundary != "reserved",
+            "evidence": [first] + list(details)}
+
+
+def c9_hamicore_numbers(pods, pod_names, requests_mib, nodes, configmaps, reservation_pods, scheduler_lines, queue, whole_gpus=1):
     """C9: the numbers KAI's hamicore plugin writes reach shared pods, and two pods share one GPU.
 
-    ``requests_mib`` are the two pods' ``gpu-memory`` requests; ``configmaps`` the ConfigMaps of
-    their namespace; ``reservation_pods`` the pods in KAI's reservation namespace;
-    ``scheduler_lines`` the scheduler's log lines.
+    ``pods`` are the lab's pods, among them the two shared pods ``pod_names``, whose
+    ``gpu-memory`` requests are ``requests_mib``; ``nodes`` what k8s_info read for the GPU node;
+    ``configmaps`` the ConfigMaps of the pods' namespace; ``reservation_pods`` the pods in KAI's
+    reservation namespace; ``scheduler_lines`` the scheduler's log lines; ``whole_gpus`` the
+    whole-GPU pod's request, also in the queue's allocation.
     """
+    by_pod_name = dict((_get(p, "metadata", "name"), p) for p in pods or [])
+    first_pod, second_pod = by_pod_name.get(pod_names[0]), by_pod_name.get(pod_names[1])
+    node_memory_label = _get(_first(nodes), "metadata", "labels", GPU_MEMORY_LABEL)
     by_name = dict((((c.get("metadata") or {}).get("name")), c) for c in configmaps or [])
     first = _shared_pod_facts(first_pod, requests_mib[0], node_memory_label, by_name)
     second = _shared_pod_facts(second_pod, requests_mib[1], node_memory_label, by_name)
@@ -98,3 +287,34 @@ def c9_hamicore_numbers(first_pod, second_pod, requests_mib, node_memory_label, 
         % (queue, division["gpu"].get("allocated") if division else "not seen", whole_gpus, first["fraction"],
            second["fraction"], expected_allocation))
     return {"holds": all(checks), "evidence": evidence}
+
+
+def claim_error(failed_result):
+    """The decision of a claim whose own tasks failed: the error as evidence (verdict ``error``)."""
+    return {"holds": False, "error": True, "evidence": [(failed_result or {}).get("msg") or "error"]}
+
+
+def _clean(line):
+    """One evidence line: no ANSI colours, newlines (with the space around them) or tabs."""
+    return _NEWLINE.sub(" ", _ANSI.sub("", "%s" % (line,))).replace("\t", " ").strip()
+
+
+def claim_record(decision, claim_id, claim, decided_by, kai_running=True):
+    """The report's record of one claim: ``id``, ``claim``, ``decided_by``, ``ok``, ``verdict``
+    (``holds``, ``holds (expected failure)``, ``fails`` or ``error``) and ``evidence`` (clean lines).
+
+    A claim that waits for KAI, decided without waiting because C2 found KAI not running
+    (``kai_running`` false), and that does not hold, says so in a last line.
+    """
+    holds = bool(decision.get("holds"))
+    error = bool(decision.get("error"))
+    if error:
+        verdict = "error"
+    elif holds:
+        verdict = "holds (expected failure)" if decision.get("expected_failure") else "holds"
+    else:
+        verdict = "fails"
+    evidence = [_clean(line) for line in decision.get("evidence") or []]
+    if claim_id in CLAIMS_WAITING_ON_KAI and not kai_running and not holds and not error:
+        evidence.append(NOT_WAITED_LINE)
+    return {"id": claim_id, "claim": claim, "decided_by": decided_by, "ok": holds and not error, "verdict": verdict, "evidence": evidence}

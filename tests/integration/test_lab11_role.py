@@ -55,6 +55,8 @@ def test_report_says_what_holds_without_kai_and_what_decided_it(kube, sim_cluste
     done = run_playbook(variables, playbook=PLAYBOOK)
     assert done.returncode != 0
     assert "claims that do not hold: C2, C3, C4, C5, C6, C7, C8" in done.stdout, done.stdout[-4000:]
+    # the role alone checks its inputs once
+    assert done.stdout.count("TASK [gpulab.kai_hami.lab11 : Check the GPU counts, the shared request and the namespace]") == 1
     assert sorted(pods_present(kube)) == sorted(PODS)
 
     report = json.loads((report_dir / "claims.json").read_text())
@@ -94,12 +96,13 @@ def test_report_says_what_holds_without_kai_and_what_decided_it(kube, sim_cluste
 @pytest.mark.parametrize(
     "variables, message",
     [
-        (dict(lab11_gpu_memory_mib=None), "argument 'lab11_gpu_memory_mib' is of type NoneType"),
-        (dict(lab11_gpu_memory_mib=40), "lab11_gpu_memory_mib must be the per-GPU memory in MiB, >= 100 (got 40)"),
+        (dict(lab11_whole_gpu_count=None), "argument 'lab11_whole_gpu_count' is of type NoneType"),
+        (dict(lab11_gpu_count=8, lab11_whole_gpu_count=8), "lab11_whole_gpu_count must be >= 1 and leave the shared pods a GPU, so at most"
+                                                           " lab11_gpu_count - 1 (got 8 of 8)"),
         (dict(lab11_report_dir="{tmp}/a-file"), "lab11_report_dir {tmp}/a-file cannot be written"),
         (dict(lab11_report_dir="{tmp}/missing/report"), "lab11_report_dir {tmp}/missing/report cannot be written"),
         (dict(lab11_queue="default"), "lab11_queue default is not a leaf queue"),
-        (dict(lab11_expected_boundary="running"), "lab11_expected_boundary"),
+        (dict(lab11_expected_boundary="running"), "value of lab11_expected_boundary must be one of: reserved, nvml_unavailable"),
     ],
 )
 def test_bad_input_fails_before_anything_is_created(kube, sim_cluster, lab_pods, tmp_path, variables, message):
