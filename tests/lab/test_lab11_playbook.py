@@ -97,12 +97,12 @@ BAD_INPUTS = [
     (dict(lab11_kubeconfig=["/tmp/kubeconfig"]), "must be paths (got str"),
     # the queues
     (dict(lab11_queue="Team_A"), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got Team_A)"),
-    (dict(lab11_queue="team-b"), "and one of the names in kai_scheduler_queues when they are given"),
+    (dict(lab11_queue="team-b"), "one of the queues kai_scheduler_queues makes (default, default-queue)"),
     (dict(lab11_missing_queue="default-queue"), "lab11_missing_queue must name another queue (got default-queue)"),
     (dict(kai_scheduler_queues="default"), "Elements value for option 'kai_scheduler_queues' is of type str and we were unable to convert to dict"),
     (dict(kai_scheduler_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
                                 {"name": "team-a", "parent_queue": "default-queue"}]),
-     "lab11_queue default-queue is not a leaf queue: kai_scheduler_queues makes it the parent of ['team-a']"),
+     "and a leaf: KAI runs workloads only in leaf queues (parents: default, default-queue)"),
     # the switches
     (dict(lab11_fail_on_claims="maybe"), "argument 'lab11_fail_on_claims' is of type str and we were unable to convert to bool"),
 ]
@@ -110,12 +110,17 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("more, message", BAD_INPUTS, ids=["%s=%r" % next(iter(more.items())) for more, _ in BAD_INPUTS])
 def test_bad_input_is_refused_before_anything_exists(tmp_path, more, message):
-    done = run_playbook(lab_vars(tmp_path, lab11_cluster_name="bad", **more), playbook=LAB)
+    variables = lab_vars(tmp_path, **dict(dict(lab11_cluster_name="bad"), **more))
+    done = run_playbook(variables, playbook=LAB)
+    if os.path.exists(str(tmp_path / "sim")):  # not refused: take down what it started, then fail below
+        run_playbook(variables, dict(lab11_cleanup_cluster=True), playbook=CLEANUP)
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "sim")), "a cluster was started before the input was refused"
     assert not os.path.exists(str(tmp_path / "report")), "a report was written before the input was refused"
-    assert not os.path.exists(os.path.expanduser("~/.cache/gpulab-kai-hami/sim/bad")), "a work dir was made before the input was refused"
+    name = variables["lab11_cluster_name"]
+    assert not (isinstance(name, str) and name and os.path.exists(os.path.expanduser("~/.cache/gpulab-kai-hami/sim/" + name))), \
+        "a work dir was made before the input was refused"
 
 
 def test_auto_without_docker_and_without_go_is_refused(tmp_path):
