@@ -63,7 +63,6 @@ def main():
             sim_cluster_name="bench",
             sim_cluster_workdir=os.path.join(workdir, "sim"),
             sim_cluster_kubeconfig=kubeconfig,
-            sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""),
             sim_cluster_extra_gpu_nodes=args.nodes,
         )
         sim = playbook(workdir, "sim", [{"name": "Sim cluster", "ansible.builtin.include_role": {"name": "gpulab.kai_hami.sim_cluster"}}])

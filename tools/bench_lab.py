@@ -53,7 +53,7 @@ def main():
     sim = os.path.join(work, "sim")
     extra = dict(lab11_platform="sim", lab11_cluster_name=NAME, sim_cluster_workdir=sim,
                  lab11_kubeconfig=os.path.join(sim, "kubeconfig"), lab11_report_dir=os.path.join(work, "report"),
-                 sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""), lab11_boundary=args.boundary,
+                 lab11_boundary=args.boundary,
                  lab11_reservation_timeout=args.reservation_timeout)
     runs = []
     try:

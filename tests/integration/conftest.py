@@ -42,7 +42,6 @@ def sim_cluster(tmp_path_factory):
         sim_cluster_name="itest",
         sim_cluster_workdir=workdir,
         sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"),
-        sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""),
         sim_cluster_extra_gpu_nodes=EXTRA_NODES,
         sim_cluster_gpu_node_name=GPU_NODE,
     )

@@ -31,8 +31,7 @@ def test_bad_input_fails_before_anything_starts(tmp_path, variables, message):
 def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
     workdir = str(tmp_path / "sim")
     variables = dict(sim_cluster_name="lifecycle", sim_cluster_workdir=workdir,
-                     sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"),
-                     sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""))
+                     sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"))
     up = run_playbook(variables)
     try:
         assert up.returncode == 0, up.stdout[-3000:]

@@ -38,7 +38,6 @@ def lab_vars(tmp_path, **more):
     workdir = str(tmp_path / "sim")
     return dict(dict(lab11_platform="sim", lab11_cluster_name=NAME, sim_cluster_workdir=workdir,
                      lab11_kubeconfig=os.path.join(workdir, "kubeconfig"),
-                     sim_cluster_bin_dir=os.environ.get("SIM_BIN_DIR", ""),
                      lab11_report_dir=str(tmp_path / "report"), lab11_wait_timeout=120), **more)
 
 
@@ -98,7 +97,7 @@ BAD_INPUTS = [
     # the queues
     (dict(lab11_queue="Team_A"), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got Team_A)"),
     (dict(lab11_queue="team-b"), "one of the queues kai_scheduler_queues makes (default, default-queue)"),
-    (dict(lab11_missing_queue="default-queue"), "lab11_missing_queue must name another queue (got default-queue)"),
+    (dict(lab11_queue=""), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got )"),
     (dict(kai_scheduler_queues="default"), "Elements value for option 'kai_scheduler_queues' is of type str and we were unable to convert to dict"),
     (dict(kai_scheduler_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
                                 {"name": "team-a", "parent_queue": "default-queue"}]),
