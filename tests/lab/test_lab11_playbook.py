@@ -107,7 +107,7 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize("more, message", BAD_INPUTS, ids=["%s=%r" % next(iter(more.items())) for more, _ in BAD_INPUTS])
+@pytest.mark.parametrize("more, message", BAD_INPUTS, ids=["%s=%r" % next(iter(case[0].items())) for case in BAD_INPUTS])
 def test_bad_input_is_refused_before_anything_exists(tmp_path, more, message):
     variables = lab_vars(tmp_path, **dict(dict(lab11_cluster_name="bad"), **more))
     done = run_playbook(variables, playbook=LAB)
