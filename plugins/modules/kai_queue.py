@@ -225,38 +225,15 @@ webhook_retries:
   type: int
   sample: 0
 kube_error:
-  description: The Kubernetes call that failed (or the wait that ran out), as the message names it.
+  description:
+    - The Kubernetes call that failed (or the wait that ran out), as the message names it.
+    - "Its keys: C(operation), C(kind), C(name) (null for a list), C(namespace) (null for cluster-scoped objects),
+      C(status) (the HTTP status; null when the API server did not answer, or for a wait), C(reason) and C(detail)
+      (the API server's message, or what a wait was still missing), as M(gpulab.kai_hami.gpu_node_label) documents them."
   returned: when a Kubernetes call fails
   type: dict
-  contains:
-    operation:
-      description: What was being done.
-      type: str
-      sample: apply
-    kind:
-      description: The kind of the object.
-      type: str
-      sample: Queue
-    name:
-      description: The object's name (null for a list).
-      type: str
-      sample: research
-    namespace:
-      description: The object's namespace (null for cluster-scoped objects).
-      type: str
-      sample: null
-    status:
-      description: The HTTP status the API server answered (null when it did not answer, or for a wait).
-      type: int
-      sample: 403
-    reason:
-      description: The HTTP reason, or what went wrong when there is no status.
-      type: str
-      sample: Forbidden
-    detail:
-      description: The API server's message, or what a wait was still missing.
-      type: str
-      sample: 'admission webhook "queue-validation.kai.scheduler" denied the request: ...'
+  sample: {operation: apply, kind: Queue, name: research, namespace: null, status: 403, reason: Forbidden,
+           detail: 'admission webhook "queue-validation.kai.scheduler" denied the request: ...'}
 """
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (

@@ -116,38 +116,11 @@ bind_attempts:
   type: int
   sample: 3
 kube_error:
-  description: The Kubernetes call that failed (or the wait that ran out), as the message names it.
+  description: The failed Kubernetes call, or the wait that ran out, with the keys M(gpulab.kai_hami.gpu_node_label) documents for its own RV(kube_error).
   returned: when a Kubernetes call fails
   type: dict
-  contains:
-    operation:
-      description: What was being done.
-      type: str
-      sample: read the log of
-    kind:
-      description: The kind of the object.
-      type: str
-      sample: Pod
-    name:
-      description: The object's name (null for a list).
-      type: str
-      sample: gpu-reservation-5df74f36086ed6c5
-    namespace:
-      description: The object's namespace (null for cluster-scoped objects).
-      type: str
-      sample: kai-resource-reservation
-    status:
-      description: The HTTP status the API server answered (null when it did not answer, or for a wait).
-      type: int
-      sample: 403
-    reason:
-      description: The HTTP reason, or what went wrong when there is no status.
-      type: str
-      sample: Forbidden
-    detail:
-      description: The API server's message, or what a wait was still missing.
-      type: str
-      sample: 'pods "gpu-reservation-5df74f36086ed6c5" is forbidden: ... cannot get resource "pods/log" ...'
+  sample: {operation: read the log of, kind: Pod, name: gpu-reservation-5df74f36086ed6c5, namespace: kai-resource-reservation,
+           status: 403, reason: Forbidden, detail: 'pods "gpu-reservation-5df74f36086ed6c5" is forbidden: ...'}
 """
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (

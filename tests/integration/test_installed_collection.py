@@ -45,7 +45,7 @@ def test_installed_collection_has_the_playbooks_and_roles(installed):
 def test_lab11_by_fqcn_checks_its_inputs(installed):
     done = run_fqcn(installed, "gpulab.kai_hami.lab11", "-e", "lab11_platform=docker")
     assert done.returncode != 0
-    assert "lab11_platform must be one of auto, kind, sim, existing (got docker)" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "value of lab11_platform must be one of: auto, kind, sim, existing, got: docker" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
 
 def test_lab11_and_cleanup_by_fqcn_pass_a_syntax_check(installed):

@@ -9,19 +9,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.claims import (
-    c1_mock_gpus,
-    c2_kai_runs,
-    c3_queues_gate,
-    c4_isolator_webhook,
-    c5_base_scheduling,
-    c6_gpu_memory_accounting,
-    c7_hami_core_injection,
-    c8_reservation_boundary,
-    c9_hamicore_numbers,
-    claim_error,
-    claim_record,
-)
+from ansible_collections.gpulab.kai_hami.plugins.module_utils import claims
 
 with open(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "lab11_claims.yml")) as _handle:
     RECORDED = yaml.safe_load(_handle)
@@ -53,7 +41,7 @@ def limit(request, label=LABEL):
 
 def test_c1_holds_when_the_node_advertises_the_profile_count():
     node = recorded("node")
-    result = c1_mock_gpus([node], NODE, 8)
+    result = claims.c1_mock_gpus([node], NODE, 8)
     assert result == {"holds": True, "evidence": ["node %s allocatable nvidia.com/gpu: 8 (expected 8)" % NODE]}
 
 
@@ -63,14 +51,14 @@ def test_c1_holds_when_the_node_advertises_the_profile_count():
     ([], "node %s allocatable nvidia.com/gpu: none (expected 9)" % NODE),
 ], ids=["another count", "no GPU resource", "no node"])
 def test_c1_fails_with_what_the_node_advertises(nodes, expected_line):
-    result = c1_mock_gpus(nodes, NODE, 9)
+    result = claims.c1_mock_gpus(nodes, NODE, 9)
     assert result == {"holds": False, "evidence": [expected_line]}
 
 
 # C2 ---------------------------------------------------------------------------------------
 
 def test_c2_holds_when_the_seven_workloads_are_available():
-    result = c2_kai_runs(recorded("kai_deployments"), WORKLOADS, "kai-scheduler")
+    result = claims.c2_kai_runs(recorded("kai_deployments"), WORKLOADS, "kai-scheduler")
     assert result == {"holds": True, "evidence": ["available in kai-scheduler: %s" % ", ".join(WORKLOADS), "missing or not available: none"]}
 
 
@@ -87,13 +75,13 @@ def _without_available(deployments, name, status):
     [d for d in recorded("kai_deployments") if d["metadata"]["name"] != "binder"],
 ], ids=["no available replica", "no availableReplicas field", "no Deployment"])
 def test_c2_fails_naming_the_workload_that_is_not_available(deployments):
-    result = c2_kai_runs(deployments, WORKLOADS, "kai-scheduler")
+    result = claims.c2_kai_runs(deployments, WORKLOADS, "kai-scheduler")
     others = [w for w in WORKLOADS if w != "binder"]
     assert result == {"holds": False, "evidence": ["available in kai-scheduler: %s" % ", ".join(others), "missing or not available: binder"]}
 
 
 def test_c2_fails_with_none_available_when_kai_is_not_installed():
-    result = c2_kai_runs([], WORKLOADS, "kai-scheduler")
+    result = claims.c2_kai_runs([], WORKLOADS, "kai-scheduler")
     assert result["holds"] is False
     assert result["evidence"] == ["available in kai-scheduler: none", "missing or not available: %s" % ", ".join(WORKLOADS)]
 
@@ -103,7 +91,7 @@ def test_c2_fails_with_none_available_when_kai_is_not_installed():
 def decide_c3(**changes):
     inputs = dict(queues=recorded("queues"), events=recorded("probe_events"), probe=[recorded("probe_pod")])
     inputs.update(changes)
-    return c3_queues_gate(inputs["queues"], inputs["events"], inputs["probe"], "default-queue", "default", "lab11-no-such-queue",
+    return claims.c3_queues_gate(inputs["queues"], inputs["events"], inputs["probe"], "default-queue", "default", "lab11-no-such-queue",
                           "default", "lab11-missing-queue-probe")
 
 
@@ -148,7 +136,7 @@ def test_c3_fails_for_each_reason(change, line, expected):
 # C4 ---------------------------------------------------------------------------------------
 
 def test_c4_holds_with_the_startup_line_and_the_mutated_dry_run_pod():
-    result = c4_isolator_webhook(recorded("isolator_log"), None, recorded("dry_run_pod"))
+    result = claims.c4_isolator_webhook(recorded("isolator_log"), None, recorded("dry_run_pod"))
     assert result == {"holds": True, "evidence": [
         "webhook log: " + RECORDED["isolator_log"][1],
         # the service-account volume is not the isolator's: left out
@@ -156,29 +144,29 @@ def test_c4_holds_with_the_startup_line_and_the_mutated_dry_run_pod():
 
 
 def test_c4_fails_when_the_log_cannot_be_read():
-    result = c4_isolator_webhook([], "Deployment kai-resource-isolator-webhook not found", recorded("dry_run_pod"))
+    result = claims.c4_isolator_webhook([], "Deployment kai-resource-isolator-webhook not found", recorded("dry_run_pod"))
     assert result["holds"] is False
     assert result["evidence"][0] == "webhook log: no annotationKeys line (Deployment kai-resource-isolator-webhook not found)"
 
 
 def test_c4_fails_when_the_webhook_handles_other_annotations():
     lines = [RECORDED["isolator_log"][1].replace("annotationKeys=gpu-fraction|gpu-memory", "annotationKeys=gpu-fraction")]
-    result = c4_isolator_webhook(lines, None, recorded("dry_run_pod"))
+    result = claims.c4_isolator_webhook(lines, None, recorded("dry_run_pod"))
     assert result["holds"] is False and result["evidence"][0] == "webhook log: " + lines[0]
 
 
 def test_c4_fails_when_the_dry_run_pod_comes_back_unmutated():
     pod = recorded("dry_run_pod")
     pod["spec"]["volumes"] = [v for v in pod["spec"]["volumes"] if not v["name"].startswith("kai-resource-isolator-")]
-    result = c4_isolator_webhook(recorded("isolator_log"), None, pod)
+    result = claims.c4_isolator_webhook(recorded("isolator_log"), None, pod)
     assert result["holds"] is False and result["evidence"][1] == "isolator volumes in the dry-run pod: none"
-    assert c4_isolator_webhook(recorded("isolator_log"), None, None)["evidence"][1] == "isolator volumes in the dry-run pod: none"
+    assert claims.c4_isolator_webhook(recorded("isolator_log"), None, None)["evidence"][1] == "isolator volumes in the dry-run pod: none"
 
 
 # C5 ---------------------------------------------------------------------------------------
 
 def test_c5_holds_when_kai_bound_the_whole_gpu_pod_to_the_gpu_node():
-    result = c5_base_scheduling([recorded("whole_gpu_pod")], [recorded("whole_gpu_bind_request")], NODE, "default", "kai-whole-gpu")
+    result = claims.c5_base_scheduling([recorded("whole_gpu_pod")], [recorded("whole_gpu_bind_request")], NODE, "default", "kai-whole-gpu")
     assert result == {"holds": True, "evidence": ["pod default/kai-whole-gpu is Running on node %s (expected %s)" % (NODE, NODE),
                                                   "BindRequest default/kai-whole-gpu: exists"]}
 
@@ -201,7 +189,7 @@ def _whole_gpu_pod(phase="Running", node=NODE):
     ([], [], 0, "pod default/kai-whole-gpu is missing on node none (expected %s)" % NODE),
 ], ids=["pending", "another node", "no BindRequest (bound by someone else)", "no pod"])
 def test_c5_fails_for_each_reason(pods, binds, line, expected):
-    result = c5_base_scheduling(pods, binds, NODE, "default", "kai-whole-gpu")
+    result = claims.c5_base_scheduling(pods, binds, NODE, "default", "kai-whole-gpu")
     assert result["holds"] is False
     assert result["evidence"][line] == expected
 
@@ -212,7 +200,7 @@ def test_c6_holds_with_the_division_line_of_whole_gpus_plus_the_fraction():
     lines = recorded("scheduler_log")
     expected = round(1 + fraction(20480), 2)
     assert expected == 1.51
-    result = c6_gpu_memory_accounting(lines, None, [recorded("node")], "default-queue", [20480], 1, "kai-scheduler")
+    result = claims.c6_gpu_memory_accounting(lines, None, [recorded("node")], "default-queue", [20480], 1, "kai-scheduler")
     assert result["holds"] is True and result["expected_allocation"] == expected
     assert result["evidence"][0] == "queue default-queue GPU allocated: %s; expected 1 + kai_gpu_fraction(20480, %s) = %s" % (expected, LABEL, expected)
     # the matching line (the second cycle's), colours and session prefix removed
@@ -223,21 +211,21 @@ def test_c6_holds_with_the_division_line_of_whole_gpus_plus_the_fraction():
 def test_c6_adds_the_whole_gpu_count_and_each_shared_pod():
     whole, requests = 2, [20480, 20000]
     expected = round(whole + fraction(20480) + fraction(20000), 2)
-    result = c6_gpu_memory_accounting([DIVISION.format(a=expected)], None, [recorded("node")], "default-queue", requests, whole, "kai-scheduler")
+    result = claims.c6_gpu_memory_accounting([DIVISION.format(a=expected)], None, [recorded("node")], "default-queue", requests, whole, "kai-scheduler")
     assert result["holds"] is True
     assert result["evidence"][0].endswith("expected 2 + kai_gpu_fraction(20480, %s) + kai_gpu_fraction(20000, %s) = %s" % (LABEL, LABEL, expected))
 
 
 def test_c6_fails_with_another_allocation_and_shows_the_last_line():
     lines = recorded("scheduler_log")[:2]
-    result = c6_gpu_memory_accounting(lines, None, [recorded("node")], "default-queue", [20480], 1, "kai-scheduler")
+    result = claims.c6_gpu_memory_accounting(lines, None, [recorded("node")], "default-queue", [20480], 1, "kai-scheduler")
     assert result["holds"] is False
     assert result["evidence"][0] == "queue default-queue GPU allocated: 1.0; expected 1 + kai_gpu_fraction(20480, %s) = %s" % (LABEL, 1 + fraction(20480))
     assert "allocated: <1>" in result["evidence"][1]
 
 
 def test_c6_fails_with_no_division_line_and_says_why_the_log_is_empty():
-    result = c6_gpu_memory_accounting([], "Deployment kai-scheduler-default not found", [recorded("node")], "default-queue", [20480], 1, "kai-scheduler")
+    result = claims.c6_gpu_memory_accounting([], "Deployment kai-scheduler-default not found", [recorded("node")], "default-queue", [20480], 1, "kai-scheduler")
     assert result["holds"] is False and result["expected_allocation"] == round(1 + fraction(20480), 2)
     assert result["evidence"][0].startswith("queue default-queue GPU allocated: none;")
     assert result["evidence"][1] == ("scheduler log: no division line for default-queue in the log of deployment/kai-scheduler-default in kai-scheduler"
@@ -247,7 +235,7 @@ def test_c6_fails_with_no_division_line_and_says_why_the_log_is_empty():
 def test_c6_fails_at_once_without_the_memory_label():
     node = recorded("node")
     del node["metadata"]["labels"]["nvidia.com/gpu.memory"]
-    result = c6_gpu_memory_accounting(recorded("scheduler_log"), None, [node], "default-queue", [20480], 1, "kai-scheduler")
+    result = claims.c6_gpu_memory_accounting(recorded("scheduler_log"), None, [node], "default-queue", [20480], 1, "kai-scheduler")
     assert result == {"holds": False, "expected_allocation": None, "evidence": [
         "node %s has no nvidia.com/gpu.memory label (Step 3 sets it, with gpulab.kai_hami.gpu_node_label)" % NODE]}
 
@@ -255,7 +243,7 @@ def test_c6_fails_at_once_without_the_memory_label():
 def test_c6_fails_at_once_with_a_label_kai_cannot_use():
     node = recorded("node")
     node["metadata"]["labels"]["nvidia.com/gpu.memory"] = "40"  # GiB by mistake: floors to 0 MiB
-    result = c6_gpu_memory_accounting(recorded("scheduler_log"), None, [node], "default-queue", [20480], 1, "kai-scheduler")
+    result = claims.c6_gpu_memory_accounting(recorded("scheduler_log"), None, [node], "default-queue", [20480], 1, "kai-scheduler")
     assert result["holds"] is False and result["expected_allocation"] is None
     assert result["evidence"][0].startswith("node %s label nvidia.com/gpu.memory=40 gives KAI no GPU fraction:" % NODE)
 
@@ -263,7 +251,7 @@ def test_c6_fails_at_once_with_a_label_kai_cannot_use():
 # C7 ---------------------------------------------------------------------------------------
 
 def test_c7_holds_with_the_mounts_env_runtime_class_and_limit_reference():
-    result = c7_hami_core_injection([recorded("shared_pod")], [recorded("node")], 20480)
+    result = claims.c7_hami_core_injection([recorded("shared_pod")], [recorded("node")], 20480)
     configmap = RECORDED["shared_pod"]["spec"]["containers"][0]["env"][1]["valueFrom"]["configMapKeyRef"]["name"]
     assert result == {"holds": True, "evidence": [
         "/etc/ld.so.preload mount (subPath ld.so.preload): present",
@@ -296,14 +284,14 @@ def _shared_pod(change):
 ], ids=["no preload mount", "preload without subPath", "no vgpu mount", "no CONTAINER_VGPU_MOUNT", "no runtimeClassName",
         "another runtimeClassName", "no limit env", "a typed-in limit"])
 def test_c7_fails_for_each_missing_piece(pod, line, expected):
-    result = c7_hami_core_injection([pod], [recorded("node")], 20480)
+    result = claims.c7_hami_core_injection([pod], [recorded("node")], 20480)
     assert result["holds"] is False
     assert result["evidence"][line] == expected
 
 
 def test_c7_fails_for_a_pod_nobody_mutated_and_for_no_pod():
     for pods in ([recorded("whole_gpu_pod")], []):
-        result = c7_hami_core_injection(pods, [recorded("node")], 20480)
+        result = claims.c7_hami_core_injection(pods, [recorded("node")], 20480)
         assert result["holds"] is False
         assert result["evidence"][0].endswith("missing") and result["evidence"][3].startswith("CUDA_DEVICE_MEMORY_LIMIT env reference: missing")
 
@@ -311,7 +299,7 @@ def test_c7_fails_for_a_pod_nobody_mutated_and_for_no_pod():
 def test_c7_names_no_limit_without_the_memory_label():
     node = recorded("node")
     del node["metadata"]["labels"]["nvidia.com/gpu.memory"]
-    result = c7_hami_core_injection([recorded("shared_pod")], [node], 20480)
+    result = claims.c7_hami_core_injection([recorded("shared_pod")], [node], 20480)
     assert result["holds"] is True
     assert result["evidence"][3].endswith("(hamicore writes none (no nvidia.com/gpu.memory label: the hamicore plugin writes nothing) at bind time)")
 
@@ -320,14 +308,14 @@ def test_c7_names_no_limit_without_the_memory_label():
 
 def test_c8_holds_as_the_expected_failure_on_a_mock_gpu():
     probe = recorded("probe_nvml_unavailable")
-    result = c8_reservation_boundary(probe, "nvml_unavailable")
+    result = claims.c8_reservation_boundary(probe, "nvml_unavailable")
     assert result == {"holds": True, "expected_failure": True,
                       "evidence": ["verdict: nvml_unavailable (expected nvml_unavailable), NVML ERROR_LIBRARY_NOT_FOUND"] + probe["evidence"]}
 
 
 def test_c8_holds_when_the_reservation_succeeds_where_that_is_expected():
     probe = recorded("probe_reserved")
-    result = c8_reservation_boundary(probe, "reserved")
+    result = claims.c8_reservation_boundary(probe, "reserved")
     assert result == {"holds": True, "expected_failure": False, "evidence": ["verdict: reserved (expected reserved)"] + probe["evidence"]}
 
 
@@ -337,20 +325,20 @@ def test_c8_holds_when_the_reservation_succeeds_where_that_is_expected():
     ("probe_pending", "nvml_unavailable", "verdict: pending (expected nvml_unavailable)"),
 ], ids=["no NVML where a GPU reserves", "reserved where the mock cannot", "never reached the boundary"])
 def test_c8_fails_when_the_probe_reaches_another_verdict(probe, expected, first):
-    result = c8_reservation_boundary(recorded(probe), expected)
+    result = claims.c8_reservation_boundary(recorded(probe), expected)
     assert result["holds"] is False and result["expected_failure"] is (expected != "reserved")
     assert result["evidence"] == [first] + RECORDED[probe]["evidence"]
 
 
 def test_c8_without_evidence_says_the_probe_message():
-    result = c8_reservation_boundary({"verdict": "pending", "msg": "timed out"}, "nvml_unavailable")
+    result = claims.c8_reservation_boundary({"verdict": "pending", "msg": "timed out"}, "nvml_unavailable")
     assert result["evidence"] == ["verdict: pending (expected nvml_unavailable)", "timed out"]
 
 
 # The record -------------------------------------------------------------------------------
 
 def record(decision, claim_id="C6", kai_running=True):
-    return claim_record(decision, claim_id, "KAI reads per-GPU memory", "KAI v0.17.0: kai-scheduler's log", kai_running)
+    return claims.claim_record(decision, claim_id, "KAI reads per-GPU memory", "KAI v0.17.0: kai-scheduler's log", kai_running)
 
 
 def test_record_of_a_claim_that_holds():
@@ -360,17 +348,17 @@ def test_record_of_a_claim_that_holds():
 
 
 def test_record_of_the_expected_failure_and_of_a_claim_that_fails():
-    assert record(c8_reservation_boundary(recorded("probe_nvml_unavailable"), "nvml_unavailable"), "C8")["verdict"] == "holds (expected failure)"
-    failed = record(c8_reservation_boundary(recorded("probe_pending"), "nvml_unavailable"), "C8")
+    assert record(claims.c8_reservation_boundary(recorded("probe_nvml_unavailable"), "nvml_unavailable"), "C8")["verdict"] == "holds (expected failure)"
+    failed = record(claims.c8_reservation_boundary(recorded("probe_pending"), "nvml_unavailable"), "C8")
     assert (failed["ok"], failed["verdict"]) == (False, "fails")
 
 
 def test_record_of_a_claim_whose_tasks_failed_is_an_error_with_the_message():
-    decision = claim_error({"failed": True, "msg": "Failed to get client due to HTTPSConnectionPool(host='127.0.0.1', port=9)"})
+    decision = claims.claim_error({"failed": True, "msg": "Failed to get client due to HTTPSConnectionPool(host='127.0.0.1', port=9)"})
     result = record(decision)
     assert (result["ok"], result["verdict"]) == (False, "error")
     assert result["evidence"] == ["Failed to get client due to HTTPSConnectionPool(host='127.0.0.1', port=9)"]
-    assert record(claim_error({"failed": True}))["evidence"] == ["error"]
+    assert record(claims.claim_error({"failed": True}))["evidence"] == ["error"]
     # an error is not blamed on KAI not running
     assert record(decision, kai_running=False)["evidence"] == result["evidence"]
 
@@ -423,7 +411,7 @@ def decide_c9(whole_gpus=1, **changes):
     )
     inputs.update(changes)
     pods = [p for p in (inputs["first"], inputs["second"], recorded("whole_gpu_pod")) if p]
-    return c9_hamicore_numbers(pods, ["a", "b"], [20480, 20000], [recorded("node")], inputs["configmaps"],
+    return claims.c9_hamicore_numbers(pods, ["a", "b"], [20480, 20000], [recorded("node")], inputs["configmaps"],
                                inputs["reservations"], inputs["lines"], "default-queue", whole_gpus)
 
 
