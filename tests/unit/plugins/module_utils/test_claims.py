@@ -92,7 +92,7 @@ def decide_c3(**changes):
     inputs = dict(queues=recorded("queues"), events=recorded("probe_events"), probe=[recorded("probe_pod")])
     inputs.update(changes)
     return claims.c3_queues_gate(inputs["queues"], inputs["events"], inputs["probe"], "default-queue", "default", "lab11-no-such-queue",
-                          "default", "lab11-missing-queue-probe")
+                                 "default", "lab11-missing-queue-probe")
 
 
 def test_c3_holds_with_the_queues_and_the_probe_pending_on_queue_does_not_exist():
@@ -412,7 +412,7 @@ def decide_c9(whole_gpus=1, **changes):
     inputs.update(changes)
     pods = [p for p in (inputs["first"], inputs["second"], recorded("whole_gpu_pod")) if p]
     return claims.c9_hamicore_numbers(pods, ["a", "b"], [20480, 20000], [recorded("node")], inputs["configmaps"],
-                               inputs["reservations"], inputs["lines"], "default-queue", whole_gpus)
+                                      inputs["reservations"], inputs["lines"], "default-queue", whole_gpus)
 
 
 def test_c9_holds_with_the_limits_kai_writes_one_uuid_and_one_reservation_pod():
