@@ -6,7 +6,9 @@ seconds per step (role, or claim for the lab11 role's claim tasks) for each run,
 changed-task counts, the re-run and verify runs as ratios of the first run, and the reservation
 timeout on a line of its own, beside the time C8 took.
 
-usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--reservation-timeout 40]   (make bench-lab)
+Then, for each run, the slowest tasks (summed over their loops), to show where the time goes.
+
+usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--reservation-timeout 40] [--slowest 12]   (make bench-lab)
 """
 
 import argparse
@@ -48,6 +50,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boundary", default="library_missing", choices=["library_missing", "mock_nvml"])
     parser.add_argument("--reservation-timeout", type=int, default=40)
+    parser.add_argument("--slowest", type=int, default=12, help="how many of each run's slowest tasks to list")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-lab-")
     sim = os.path.join(work, "sim")
@@ -81,6 +84,11 @@ def main():
     print("ratio re-run / first run: %.2f; --tags verify / first run: %.2f" % (runs[1][1] / first, runs[2][1] / first))
     print("reservation timeout: %d s (the most KAI's binder waits for a reservation pod); the first run's C8 took %.1f s"
           % (args.reservation_timeout, runs[0][2]["steps"].get("lab11 C8", 0.0)))
+    for label, _wall, timed, _rc in runs:
+        slowest = sorted(timed.get("tasks", {}).items(), key=lambda item: -item[1])[:args.slowest]
+        print("slowest tasks, %s:" % label)
+        for task, seconds in slowest:
+            print("  %6.1f  %s" % (seconds, task))
     return 0 if all(rc == 0 for _l, _w, _t, rc in runs) else 1
 
 

@@ -2,7 +2,8 @@
 
 Each task's time (from its start to the next task's start, or the end of the run) is added to
 its step: the role it belongs to, and for the lab11 role's claim tasks (named "C<n> ...") the
-claim. Enabled only by tools/bench_lab.py (ANSIBLE_CALLBACKS_ENABLED=step_timer); the JSON goes
+claim; and to the task itself ("role : task name", summed over loops and includes), so that the
+benchmark can name the slowest tasks. Enabled only by tools/bench_lab.py (ANSIBLE_CALLBACKS_ENABLED=step_timer); the JSON goes
 to the file named by STEP_TIMER_OUT.
 """
 
@@ -35,12 +36,16 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super().__init__()
         self.steps = {}
+        self.tasks = {}
         self.current = None
+        self.task = None
         self.started = None
 
     def close_current(self):
         if self.current is not None:
-            self.steps[self.current] = self.steps.get(self.current, 0.0) + time.monotonic() - self.started
+            spent = time.monotonic() - self.started
+            self.steps[self.current] = self.steps.get(self.current, 0.0) + spent
+            self.tasks[self.task] = self.tasks.get(self.task, 0.0) + spent
             self.current = None
 
     def v2_playbook_on_task_start(self, task, is_conditional):
@@ -48,6 +53,7 @@ class CallbackModule(CallbackBase):
         role = task._role.get_name(include_role_fqcn=False) if task._role else None  # pylint: disable=protected-access
         # task.name, not get_name(): the latter prefixes the role ("lab11 : C6 ...")
         self.current, self.started = step_of(role, task.name), time.monotonic()
+        self.task = "%s : %s" % (role or "playbook", task.name or task.action)
 
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)
@@ -57,4 +63,4 @@ class CallbackModule(CallbackBase):
         out = os.environ.get("STEP_TIMER_OUT")
         if out:
             with open(out, "w") as handle:
-                json.dump({"steps": self.steps, "totals": {host: stats.summarize(host) for host in stats.processed}}, handle)
+                json.dump({"steps": self.steps, "tasks": self.tasks, "totals": {host: stats.summarize(host) for host in stats.processed}}, handle)

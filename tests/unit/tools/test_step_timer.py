@@ -47,3 +47,6 @@ def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
     assert timed["steps"]["lab11 C6"] >= 1.0
     assert timed["steps"]["lab11 workloads and report"] < 1.0
     assert timed["totals"]["localhost"]["changed"] == 1
+    # and per task, named by role and task, for the benchmark's slowest-tasks list
+    assert timed["tasks"]["slow : Sleep"] >= 1.2 and timed["tasks"]["lab11 : C6 wait"] >= 1.0
+    assert timed["tasks"]["playbook : Quick"] < 1.0
