@@ -13,7 +13,8 @@
 #   roles/sim_cluster/files/sim-bin/build.sh                 build what is missing, reuse the rest
 #   roles/sim_cluster/files/sim-bin/build.sh --sync          after bumping versions.env: regenerate the
 #                                          wrapper modules' go.mod/go.sum (then commit)
-#   roles/sim_cluster/files/sim-bin/build.sh --print-bin-dir print the bin dir and exit
+#   roles/sim_cluster/files/sim-bin/build.sh --print-bin-dir print the bin dir and exit (the newest KAI
+#                                          already built, else the one a build would choose)
 #
 # Environment:
 #   SIM_BIN_DIR    output dir (default $SIM_BIN_ROOT/<key>/bin)
@@ -90,9 +91,31 @@ except Exception:
 PY
 }
 
+# One rule for every caller (make, the roles, Molecule, the tests): in a checkout of the collection
+# (a git work tree with its Makefile) the checkout's ignored .cache/sim-bin; in an installed
+# collection the user's cache directory.
+COLLECTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd -P)"
+if [[ -e "${COLLECTION_ROOT}/.git" && -f "${COLLECTION_ROOT}/Makefile" ]]; then
+  DEFAULT_BIN_ROOT="${COLLECTION_ROOT}/.cache/sim-bin"
+else
+  DEFAULT_BIN_ROOT="${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin"
+fi
+SIM_BIN_ROOT="${SIM_BIN_ROOT:-${DEFAULT_BIN_ROOT}}"
+# The bin dir of a KAI version: keyed by every version it is built from (read from versions.env above).
+# shellcheck disable=SC2153
+bin_dir_of() { echo "${SIM_BIN_ROOT}/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-$1/bin"; }
+
 KAI_VERSION_WANTED="${KAI_VERSION:-}"
 KAI_VERSION="" KAI_SOURCE_MODULE="" KAI_MODFILE="" KAI_CHOICE=""
 kai_pick() { IFS='|' read -r KAI_VERSION KAI_SOURCE_MODULE KAI_MODFILE <<<"$1"; }
+# --print-bin-dir names the newest KAI of the table already built (kai-resourcereservation is the
+# last KAI program a build writes) without asking the Go module proxy: the lab asks on every run,
+# and must neither wait on the network nor change KAI under a running lab. A build asks the proxy.
+if [[ -z "${KAI_VERSION_WANTED}" && "${MODE}" == print && -z "${SIM_BIN_DIR:-}" ]]; then
+  for r in "${KAI_ROWS[@]}"; do
+    if [[ -x "$(bin_dir_of "${r%%|*}")/kai-resourcereservation" ]]; then KAI_VERSION_WANTED="${r%%|*}"; break; fi
+  done
+fi
 if [[ -n "${KAI_VERSION_WANTED}" ]]; then
   for r in "${KAI_ROWS[@]}"; do [[ "${r%%|*}" == "${KAI_VERSION_WANTED}" ]] && kai_pick "${r}"; done
   [[ -n "${KAI_VERSION}" ]] || die "KAI_VERSION=${KAI_VERSION_WANTED} is not in versions.env's KAI table (rows: $(printf '%s ' "${KAI_ROWS[@]%%|*}"))"
@@ -114,20 +137,7 @@ else
   [[ -n "${KAI_VERSION}" ]] || die "the Go module proxy $(goproxy_url) serves none of KAI's versions in versions.env: ${not_served[*]}"
 fi
 
-# K8S_VERSION and the others are read from versions.env above.
-# shellcheck disable=SC2153
-CACHE_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}"
-# One rule for every caller (make, the roles, Molecule, the tests): in a checkout of the collection
-# (a git work tree with its Makefile) the checkout's ignored .cache/sim-bin; in an installed
-# collection the user's cache directory.
-COLLECTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd -P)"
-if [[ -e "${COLLECTION_ROOT}/.git" && -f "${COLLECTION_ROOT}/Makefile" ]]; then
-  DEFAULT_BIN_ROOT="${COLLECTION_ROOT}/.cache/sim-bin"
-else
-  DEFAULT_BIN_ROOT="${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin"
-fi
-SIM_BIN_ROOT="${SIM_BIN_ROOT:-${DEFAULT_BIN_ROOT}}"
-SIM_BIN_DIR="${SIM_BIN_DIR:-${SIM_BIN_ROOT}/${CACHE_KEY}/bin}"
+SIM_BIN_DIR="${SIM_BIN_DIR:-$(bin_dir_of "${KAI_VERSION}")}"
 if [[ "${MODE}" == print ]]; then echo "${SIM_BIN_DIR}"; exit 0; fi
 
 # --- Go environment ---------------------------------------------------------
