@@ -42,6 +42,21 @@ SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
 # line, a reservation. When C2 found KAI not running they are decided at once, and say why.
 CLAIMS_WAITING_ON_KAI = ("C3", "C5", "C6", "C8", "C9")
 NOT_WAITED_LINE = "not waited for: C2 found KAI not running"
+# On the sim platform, the parts of the sim (see the sim_process_info module's state_dirs) each
+# claim depends on. The cluster's own processes (etcd, kube-apiserver, kube-controller-manager,
+# kwok) serve every claim; the sim's agent keeps KAI's Deployments' readiness; KAI decides the
+# queue, scheduling, accounting, admission and reservation claims; the isolator injects.
+CLAIM_PARTS = {
+    "C1": ("cluster",),
+    "C2": ("cluster", "agent", "kai"),
+    "C3": ("cluster", "kai"),
+    "C4": ("cluster", "isolator"),
+    "C5": ("cluster", "kai"),
+    "C6": ("cluster", "kai"),
+    "C7": ("cluster", "kai", "isolator"),
+    "C8": ("cluster", "kai"),
+    "C9": ("cluster", "kai", "isolator"),
+}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NEWLINE = re.compile(r"\s*\n\s*")
 
@@ -299,22 +314,37 @@ def _clean(line):
     return _NEWLINE.sub(" ", _ANSI.sub("", "%s" % (line,))).replace("\t", " ").strip()
 
 
-def claim_record(decision, claim_id, claim, decided_by, kai_running=True):
+def not_running_lines(claim_id, processes):
+    """One evidence line per process ``claim_id`` depends on (CLAIM_PARTS) that does not run.
+
+    ``processes`` is the sim_process_info module's list ({name, part, pid, running}).
+    """
+    parts = CLAIM_PARTS.get(claim_id, ())
+    return ["not running: %s (%s, pid %s)" % (p.get("name"), p.get("part"), p.get("pid"))
+            for p in processes or [] if p.get("part") in parts and not p.get("running")]
+
+
+def claim_record(decision, claim_id, claim, decided_by, kai_running=True, processes=None):
     """The report's record of one claim: ``id``, ``claim``, ``decided_by``, ``ok``, ``verdict``
     (``holds``, ``holds (expected failure)``, ``fails`` or ``error``) and ``evidence`` (clean lines).
 
     A claim that waits for KAI, decided without waiting because C2 found KAI not running
-    (``kai_running`` false), and that does not hold, says so in a last line.
+    (``kai_running`` false), and that does not hold, says so in a last line. A claim one of
+    whose processes (``processes``, on the sim) does not run fails whatever the API showed,
+    with a first line per dead process: what a dead process did before it died proves nothing.
     """
     holds = bool(decision.get("holds"))
     error = bool(decision.get("error"))
+    dead = not_running_lines(claim_id, processes)
+    if dead:
+        holds, error = False, False
     if error:
         verdict = "error"
     elif holds:
         verdict = "holds (expected failure)" if decision.get("expected_failure") else "holds"
     else:
         verdict = "fails"
-    evidence = [_clean(line) for line in decision.get("evidence") or []]
+    evidence = dead + [_clean(line) for line in decision.get("evidence") or []]
     if claim_id in CLAIMS_WAITING_ON_KAI and not kai_running and not holds and not error:
         evidence.append(NOT_WAITED_LINE)
     return {"id": claim_id, "claim": claim, "decided_by": decided_by, "ok": holds and not error, "verdict": verdict, "evidence": evidence}

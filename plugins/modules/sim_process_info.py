@@ -1,0 +1,122 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpulab.kai_hami contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: sim_process_info
+short_description: Which of the sim platform's local processes run, from their pid files
+version_added: 0.2.0
+author:
+  - gpulab.kai_hami contributors (@gpulab)
+description:
+  - Reads every C(<name>.pid) file in each directory of O(state_dirs) and says whether that
+    process runs. A process started by M(gpulab.kai_hami.sim_process) (it has a
+    C(<name>.spec.json) beside its pid file) counts as running only while it still runs the
+    program it was started with; any other (kwokctl's C(pids) directory) while its pid is a
+    live process that is not a zombie.
+  - The lab's claims use it on the sim platform, so that a claim whose process is dead fails,
+    naming the process, even where the API still shows what the process did before it died.
+  - Reads only; changes nothing.
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+options:
+  state_dirs:
+    description:
+      - The directories to read, by the part of the sim they hold (for example C(cluster) for
+        kwokctl's C(pids) directory, C(kai) for KAI's programs). A directory that does not exist
+        holds no process.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Which of the sim's processes run
+  gpulab.kai_hami.sim_process_info:
+    state_dirs:
+      cluster: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/kwok/clusters/kai-hami-test/pids
+      kai: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/kai
+  register: sim
+
+- name: Name the dead ones
+  ansible.builtin.debug:
+    msg: "{{ sim.processes | rejectattr('running') | map(attribute='name') | list }}"
+"""
+
+RETURN = r"""
+processes:
+  description: One entry per pid file, sorted by part and name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The pid file's name without C(.pid).
+      type: str
+    part:
+      description: The key of O(state_dirs) whose directory holds it.
+      type: str
+    pid:
+      description: The pid in the file (0 when the file holds none).
+      type: int
+    running:
+      description: Whether the process runs.
+      type: bool
+  sample: [{"name": "kube-apiserver", "part": "cluster", "pid": 4242, "running": true}]
+down:
+  description: The C(name) of every process that does not run.
+  returned: always
+  type: list
+  elements: str
+  sample: ["kai-scheduler-default"]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import is_alive, paths, read_pid, running
+
+
+def processes_in(part, state_dir):
+    """Each pid file of ``state_dir`` as {name, part, pid, running}."""
+    try:
+        files = sorted(f for f in os.listdir(state_dir) if f.endswith(".pid"))
+    except OSError:
+        return []
+    found = []
+    for pid_file in files:
+        name = pid_file[:-len(".pid")]
+        pid = read_pid(os.path.join(state_dir, pid_file)) or 0
+        if os.path.exists(paths(state_dir, name)["spec"]):
+            alive = running(state_dir, name)[0] is not None
+        else:
+            alive = is_alive(pid)
+        found.append(dict(name=name, part=part, pid=pid, running=alive))
+    return found
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(state_dirs=dict(type="dict", required=True)), supports_check_mode=True)
+    processes = []
+    for part in sorted(module.params["state_dirs"]):
+        state_dir = module.params["state_dirs"][part]
+        if not isinstance(state_dir, str) or not state_dir:
+            module.fail_json(msg="state_dirs.%s must be a directory's path, got %r" % (part, state_dir))
+        processes += processes_in(part, os.path.expanduser(state_dir))
+    module.exit_json(changed=False, processes=processes, down=[p["name"] for p in processes if not p["running"]])
+
+
+if __name__ == "__main__":
+    main()
