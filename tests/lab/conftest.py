@@ -4,7 +4,7 @@ These run in a pytest session of their own (``make pytest`` runs tests/lab after
 tests/unit and tests/integration), so the integration tests' shared cluster is gone by then.
 Molecule runs through pytest so that a Molecule failure is a failed test. The ``sim`` scenario
 is run once, without its final destroy: the tests of playbooks/lab11.yml then use the lab it
-converged (a killed scheduler, the late-label experiment, cleanup), and the scenario is
+converged (each process killed in turn, the late-label experiment, cleanup), and the scenario is
 destroyed at the end of the session.
 """
 

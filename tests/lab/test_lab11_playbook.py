@@ -3,9 +3,9 @@
 The sim runs KAI's own programs (the version the module proxy serves) and the isolator's
 stand-in as local processes. On the lab Molecule's sim scenario converged (and found
 idempotent), these tests assert what the cluster really did (every claim holds, C8 as the
-expected failure), ``--tags verify``, the isolator's opt-outs through the admission chain, a
-killed scheduler showing up as a failing C2 and coming back on a re-run, the lab's Step 3
-warning about late labels, and that cleanup leaves no object, process, listener or work dir
+expected failure), ``--tags verify``, the isolator's opt-outs through the admission chain, each
+of the sim's processes killed in turn showing up as failing claims that name it and coming back
+on a re-run with nothing lost, the lab's Step 3 warning about late labels, and that cleanup leaves no object, process, listener or work dir
 behind; and the bad inputs refused before anything exists.
 """
 
@@ -13,6 +13,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import time
 
 import pytest
@@ -141,7 +142,207 @@ def names(kube, api_version, kind, namespace=None):
     return sorted(item["metadata"]["name"] for item in kube.resources.get(api_version=api_version, kind=kind).get(namespace=namespace).to_dict()["items"])
 
 
-def test_the_lab_on_the_sim_holds_survives_a_killed_scheduler_and_is_cleaned_up(molecule_sim, tmp_path):
+# What each part of the sim serves, by claim (the lab's library_missing boundary: C1-C8). Every
+# claim needs the cluster; C2 reads readiness the agent keeps; KAI decides C2, C3, C5-C8 (its
+# admission writes C7's runtimeClass and limit); the isolator injects for C4 and C7.
+CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": {"C2"}, "kai": {"C2", "C3", "C5", "C6", "C7", "C8"},
+                  "isolator": {"C4", "C7"}}
+# kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
+BESIDE = "lab11-beside"  # the second lab's cluster name
+CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiserver", "etcd"]
+
+
+def sim_processes(workdir, cluster_name=NAME):
+    """Every process of a lab on the sim by part, from its pid file: [(part, name, pid)], in the order the crash test kills them."""
+    dirs = [("kai", os.path.join(workdir, "kai")), ("isolator", os.path.join(workdir, "kai-resource-isolator")),
+            ("agent", os.path.join(workdir, "agent")), ("cluster", os.path.join(workdir, "kwok", "clusters", cluster_name, "pids"))]
+    found = []
+    for part, directory in dirs:
+        names = sorted(entry[:-4] for entry in os.listdir(directory) if entry.endswith(".pid"))
+        if part == "cluster":
+            names = sorted(names, key=lambda n: CLUSTER_KILL_ORDER.index(n) if n in CLUSTER_KILL_ORDER else -1)
+        for name in names:
+            with open(os.path.join(directory, name + ".pid")) as handle:
+                found.append((part, name, int(handle.read().strip())))
+    return found
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def lab_state(kube):
+    """What must survive a crash: the queues, the GPU node's labels and the lab's pods, by uid."""
+    queues = {q["metadata"]["name"]: q["metadata"]["uid"]
+              for q in kube.resources.get(api_version="scheduling.run.ai/v2", kind="Queue").get().to_dict()["items"]}
+    labels = kube.resources.get(api_version="v1", kind="Node").get(name=NODE).to_dict()["metadata"]["labels"]
+    pods = {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.resources.get(api_version="v1", kind="Pod").get(namespace="default").to_dict()["items"]}
+    return dict(queues=queues, labels={k: v for k, v in labels.items() if k.startswith("nvidia.com/")}, pods={n: pods.get(n) for n in PODS})
+
+
+def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it_on_its_data(molecule_sim, tmp_path):
+    """Kill every process of the sim in turn (KAI's, the isolator stand-in, the agent, then kwok,
+    kube-controller-manager, kube-apiserver and etcd): after each kill, --tags verify fails the
+    claims that need it, naming it with its pid, while the claims needing nothing killed yet still
+    hold; then a plain re-run starts each again, on the same etcd data, and every claim holds."""
+    assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
+    workdir = molecule_sim["workdir"]
+    variables = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "report"), lab11_wait_timeout=120)
+    kube = client(os.path.join(workdir, "kubeconfig"))
+    before = lab_state(kube)
+    assert before["queues"] and before["labels"] and all(before["pods"].values()), before
+    processes = sim_processes(workdir)
+    assert {part for part, _n, _p in processes} == set(CLAIMS_NEEDING) and len(processes) >= 13, processes
+    killed, killed_parts = [], set()
+    try:
+        for part, name, pid in processes:
+            assert alive(pid), "%s (pid %d) was not running before the test killed it" % (name, pid)
+            if part == "cluster":
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.killpg(pid, signal.SIGKILL)  # sim_process leads a session: the program and its wrapper
+            deadline = time.time() + 10
+            while alive(pid) and time.time() < deadline:
+                time.sleep(0.2)
+            killed.append((part, name, pid))
+            killed_parts.add(part)
+            started = time.time()
+            verify = run_playbook(variables, dict(lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])
+            assert verify.returncode != 0, "verify passed with %s killed" % name
+            assert "TASK [gpulab.kai_hami.kai_scheduler" not in verify.stdout and "TASK [gpulab.kai_hami.sim_cluster" not in verify.stdout
+            report = json.loads((tmp_path / "report" / "claims.json").read_text())
+            claims = {c["id"]: c for c in report["claims"]}
+            line = "not running: %s (%s, pid %d)" % (name, part, pid)
+            for claim_id in CLAIMS_NEEDING[part]:
+                assert claims[claim_id]["verdict"] == "fails" and line in claims[claim_id]["evidence"], (name, claims[claim_id])
+            untouched = {c for c in claims if not any(c in CLAIMS_NEEDING[k] for k in killed_parts)}
+            assert all(claims[c]["ok"] for c in untouched), (name, {c: claims[c] for c in untouched})
+            assert {n for _p, n, _pid in killed} <= set(report["processes_not_running"]), report["processes_not_running"]
+            print("killed %-30s %-8s verify %.0f s: failing %s" % (name, part, time.time() - started, sorted(c for c in claims if not claims[c]["ok"])))
+    finally:
+        rerun = run_playbook(variables, playbook=LAB)
+    assert rerun.returncode == 0, rerun.stdout[-6000:]
+    assert "started again on their data: " in rerun.stdout
+    assert [c for c, v in claims_of(tmp_path).items() if not v["ok"]] == []
+    assert not any(alive(pid) for _part, _name, pid in killed)
+    assert all(alive(pid) for _part, _name, pid in sim_processes(workdir))
+    after = lab_state(client(os.path.join(workdir, "kubeconfig")))
+    assert after == before, "the restart lost or remade objects"
+
+
+# Each tagged step of playbooks/lab11.yml by the banner of the task that begins it.
+STEP_BANNERS = {
+    "cluster": "TASK [Start the sim cluster]",
+    "gpu": "TASK [Fake GPUs with nvml-mock (Step 2)]",
+    "kai": "TASK [GPU labels, KAI Scheduler and the queues (Steps 3 and 4)]",
+    "isolator": "TASK [The isolator and the nvidia RuntimeClass (Step 5)]",
+    "workloads": "TASK [gpulab.kai_hami.lab11 : Run the lab's workloads (Step 6, Step 7 and C3's probe)]",
+    "verify": "TASK [gpulab.kai_hami.lab11 : Prove the claims from live evidence and write the report]",
+}
+
+
+def interrupted_run(variables, step):
+    """playbooks/lab11.yml, interrupted as Ctrl-C does (SIGINT to its process group) when the first
+    task inside ``step`` begins; returns (returncode, output)."""
+    command = [os.path.join(BIN, "ansible-playbook"), "-i", os.path.join(ROOT, "tests", "integration", "inventory.yml"), LAB,
+               "-e", json.dumps(variables)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    output, in_step, sent = [], False, False
+    for line in proc.stdout:
+        output.append(line)
+        if line.startswith(STEP_BANNERS[step]):
+            in_step = True
+        elif in_step and not sent and line.startswith("TASK ["):
+            os.killpg(proc.pid, signal.SIGINT)
+            sent = True
+    proc.wait()
+    assert sent, "the run never reached the step %s:\n%s" % (step, "".join(output[-60:]))
+    return proc.returncode, "".join(output)
+
+
+@pytest.mark.parametrize("step", ["gpu", "kai", "isolator", "workloads", "verify"])
+def test_a_run_interrupted_at_a_step_converges_on_the_next_run(molecule_sim, tmp_path, step):
+    """Ctrl-C at the first task of each step of a run on the lab, then a plain re-run: it converges
+    and every claim holds. (The cluster step is interrupted on a lab made from nothing, in the test
+    of two labs side by side.)"""
+    assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
+    variables = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "report"), lab11_wait_timeout=120)
+    returncode, output = interrupted_run(variables, step)
+    assert returncode != 0 and "User interrupted execution" in output, output[-3000:]
+    rerun = run_playbook(variables, playbook=LAB)
+    assert rerun.returncode == 0, rerun.stdout[-6000:]
+    assert [c for c, v in claims_of(tmp_path).items() if not v["ok"]] == []
+
+
+def lab_pids(workdir, cluster_name=NAME):
+    """Every process of a lab on the sim: its cluster's, and the members of its other processes' sessions."""
+    processes = sim_processes(workdir, cluster_name)
+    cluster = [pid for part, _n, pid in processes if part == "cluster"]
+    return cluster + session_members([pid for part, _n, pid in processes if part != "cluster"])
+
+
+def lab_listeners(workdir, cluster_name=NAME):
+    """The TCP listeners of every process of a lab on the sim."""
+    return listeners_of(lab_pids(workdir, cluster_name))
+
+
+def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leaves_the_first_healthy(molecule_sim, tmp_path):
+    """Two lab11_cluster_names on one machine: the second, made from nothing by a run interrupted
+    (Ctrl-C) as its cluster starts and a re-run, comes up beside the first with every claim
+    holding, neither shares a listener port or a file with the other, and cleaning the second
+    leaves the first's processes (same pids), listeners and claims as they were."""
+    assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
+    first_dir = molecule_sim["workdir"]
+    first = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "first" / "report"),
+                 lab11_wait_timeout=120)
+    second = lab_vars(tmp_path / "second", lab11_cluster_name=BESIDE)
+    second_dir = second["sim_cluster_workdir"]
+    first_processes, first_listeners = sim_processes(first_dir), lab_listeners(first_dir)
+    try:
+        returncode, output = interrupted_run(second, "cluster")  # Ctrl-C as the second lab's cluster starts
+        assert returncode != 0 and "User interrupted execution" in output, output[-3000:]
+        up = run_playbook(second, playbook=LAB)
+        assert up.returncode == 0, up.stdout[-6000:]
+        assert [c for c, v in claims_of(tmp_path / "second").items() if not v["ok"]] == []
+        second_listeners = lab_listeners(second_dir, BESIDE)
+        print("listeners: first %s; second %s" % (sorted(a for a, _p in first_listeners), sorted(a for a, _p in second_listeners)))
+        assert second_listeners and not {a for a, _p in first_listeners} & {a for a, _p in second_listeners}
+        second_pids = lab_pids(second_dir, BESIDE)
+        assert not set(lab_pids(first_dir)) & set(second_pids)
+        open_files = {path for pid in second_pids for path in files_open_by(pid)}
+        assert not [path for path in open_files if path.startswith(first_dir + os.sep)], "the second lab uses the first's files"
+        assert run_playbook(first, playbook=LAB, options=["--tags", "verify"]).returncode == 0
+    finally:
+        down = run_playbook(second, playbook=CLEANUP)
+    assert down.returncode == 0, down.stdout[-4000:]
+    assert not os.path.exists(second_dir)
+    assert sim_processes(first_dir) == first_processes and all(alive(pid) for _part, _n, pid in first_processes)
+    assert sorted(lab_listeners(first_dir)) == sorted(first_listeners)
+    verify = run_playbook(first, playbook=LAB, options=["--tags", "verify"])
+    assert verify.returncode == 0, verify.stdout[-4000:]
+    assert [c for c, v in claims_of(tmp_path / "first").items() if not v["ok"]] == []
+
+
+def files_open_by(pid):
+    """Paths of the files a process holds open (from /proc/<pid>/fd)."""
+    paths = []
+    try:
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            try:
+                paths.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return paths
+
+
+def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
     assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
     workdir = molecule_sim["workdir"]
     variables = dict(lab11_platform="sim", lab11_cluster_name=molecule_sim["name"], lab11_report_dir=str(tmp_path / "report"),
@@ -206,26 +407,6 @@ def test_the_lab_on_the_sim_holds_survives_a_killed_scheduler_and_is_cleaned_up(
         assert len(listening) >= 15 and all(address.startswith("127.0.0.1:") for address, pid in listening), listening
 
         every_claim_can_fail(variables, tmp_path)
-
-        # A killed scheduler and a killed isolator stand-in: --tags verify reports C2 and C4 failing,
-        # naming them; a plain re-run restarts both and every claim holds again.
-        killed = []
-        for state_dir, name in (("kai", "kai-scheduler-default"), ("kai-resource-isolator", "kai-resource-isolator-webhook")):
-            with open(os.path.join(workdir, state_dir, name + ".pid")) as handle:
-                killed.append(int(handle.read()))
-            os.killpg(killed[-1], signal.SIGKILL)
-        time.sleep(5)
-        verify = run_playbook(variables, dict(lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])
-        assert verify.returncode != 0
-        assert "TASK [gpulab.kai_hami.kai_scheduler" not in verify.stdout and "TASK [gpulab.kai_hami.sim_cluster" not in verify.stdout
-        claims = claims_of(tmp_path)
-        assert claims["C2"]["verdict"] == "fails" and "missing or not available: kai-scheduler-default" in claims["C2"]["evidence"][1], claims["C2"]
-        assert claims["C4"]["verdict"] == "fails" and claims["C4"]["evidence"][1] == "isolator volumes in the dry-run pod: none", claims["C4"]
-        assert [c for c, v in claims.items() if v["verdict"] == "error"] == []
-        restarted = run_playbook(variables, playbook=LAB)
-        assert restarted.returncode == 0, restarted.stdout[-4000:]
-        assert [c for c, v in claims_of(tmp_path).items() if not v["ok"]] == []
-        assert not any(os.path.exists("/proc/%d" % pid) for pid in killed)
 
         late_label_experiment(kube, variables, workdir)
 

@@ -383,6 +383,51 @@ def test_record_adds_no_not_waited_line_otherwise(claim_id, holds, kai_running):
     assert record({"holds": holds, "evidence": ["x"]}, claim_id, kai_running)["evidence"] == ["x"]
 
 
+SIM_PROCESSES = [
+    {"name": "etcd", "part": "cluster", "pid": 11, "running": True},
+    {"name": "kube-apiserver", "part": "cluster", "pid": 12, "running": True},
+    {"name": "sim-agent", "part": "agent", "pid": 21, "running": True},
+    {"name": "binder", "part": "kai", "pid": 31, "running": True},
+    {"name": "kai-scheduler-default", "part": "kai", "pid": 32, "running": True},
+    {"name": "kai-resource-isolator-webhook", "part": "isolator", "pid": 41, "running": True},
+]
+
+
+def with_dead(*names):
+    return [dict(p, running=p["name"] not in names) for p in SIM_PROCESSES]
+
+
+@pytest.mark.parametrize("dead, failing", [
+    (("kube-apiserver",), {"C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"}),
+    (("sim-agent",), {"C2"}),
+    (("kai-scheduler-default",), {"C2", "C3", "C5", "C6", "C7", "C8", "C9"}),
+    (("kai-resource-isolator-webhook",), {"C4", "C7", "C9"}),
+    (("binder", "kai-resource-isolator-webhook"), {"C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"}),
+    ((), set()),
+])
+def test_a_claim_whose_process_is_dead_fails_naming_it_whatever_the_api_showed(dead, failing):
+    processes = with_dead(*dead)
+    for claim_id in ["C%d" % n for n in range(1, 10)]:
+        result = claims.claim_record({"holds": True, "evidence": ["what the API showed"]}, claim_id, "a claim", "KAI", True, processes)
+        if claim_id in failing:
+            named = [p for p in processes if not p["running"] and p["part"] in claims.CLAIM_PARTS[claim_id]]
+            assert (result["ok"], result["verdict"]) == (False, "fails"), (claim_id, result)
+            assert result["evidence"] == ["not running: %s (%s, pid %d)" % (p["name"], p["part"], p["pid"]) for p in named] + [
+                "what the API showed"]
+        else:
+            assert (result["ok"], result["verdict"], result["evidence"]) == (True, "holds", ["what the API showed"]), (claim_id, result)
+
+
+def test_a_dead_process_turns_an_error_and_an_expected_failure_into_a_failure():
+    processes = with_dead("kube-apiserver")
+    errored = claims.claim_record(claims.claim_error({"failed": True, "msg": "Connection refused"}), "C5", "c", "KAI", True, processes)
+    assert (errored["verdict"], errored["evidence"]) == ("fails", ["not running: kube-apiserver (cluster, pid 12)", "Connection refused"])
+    expected = claims.claim_record(claims.c8_reservation_boundary(recorded("probe_nvml_unavailable"), "nvml_unavailable"), "C8", "c", "KAI",
+                                   True, with_dead("binder"))
+    assert (expected["ok"], expected["verdict"]) == (False, "fails")
+    assert expected["evidence"][0] == "not running: binder (kai, pid 31)"
+
+
 # C9 ---------------------------------------------------------------------------------------
 
 def shared_pod(name, group="g1", phase="Running", configmap=None):

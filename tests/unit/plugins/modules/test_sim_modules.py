@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils import sim_process as sp
-from ansible_collections.gpulab.kai_hami.plugins.modules import sim_ports, sim_process, sim_tls
+from ansible_collections.gpulab.kai_hami.plugins.modules import sim_ports, sim_process, sim_process_info, sim_tls
 
 
 @pytest.fixture
@@ -93,6 +93,41 @@ def test_a_dead_process_is_started_again(run, state_dir):
     sp.stop(first["pid"], 2)
     again, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
     assert again["action"] == "started" and again["pid"] != first["pid"] and sp.is_alive(again["pid"])
+
+
+def test_sim_process_info_tells_running_from_dead_and_from_a_recycled_pid(run, state_dir, tmp_path):
+    live, dummy = run(sim_process.main, dict(name="live", state_dir=state_dir, argv=SLEEPER))
+    dead, dummy = run(sim_process.main, dict(name="dead", state_dir=state_dir, argv=SLEEPER))
+    recycled, dummy = run(sim_process.main, dict(name="recycled", state_dir=state_dir, argv=SLEEPER))
+    sp.stop(dead["pid"], 2)
+    # a pid file whose pid now runs another program: the spec's argv no longer matches
+    with open(os.path.join(state_dir, "recycled.spec.json")) as handle:
+        spec = json.load(handle)
+    spec["argv"] = spec["argv"] + ["--another-program"]
+    with open(os.path.join(state_dir, "recycled.spec.json"), "w") as handle:
+        json.dump(spec, handle)
+    # kwokctl's pid files have no spec: a live pid runs, a pid no process has does not
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    (pids / "kube-apiserver.pid").write_text(str(os.getpid()))
+    (pids / "etcd.pid").write_text(str(dead["pid"]))
+    (pids / "garbled.pid").write_text("not a pid")
+    result, code = run(sim_process_info.main, dict(state_dirs=dict(kai=state_dir, cluster=str(pids), gone=str(tmp_path / "missing"))),
+                       check=True)
+    assert code == 0 and result["changed"] is False
+    assert [(p["part"], p["name"], p["running"]) for p in result["processes"]] == [
+        ("cluster", "etcd", False), ("cluster", "garbled", False), ("cluster", "kube-apiserver", True),
+        ("kai", "dead", False), ("kai", "live", True), ("kai", "recycled", False)]
+    assert result["down"] == ["etcd", "garbled", "dead", "recycled"]
+    assert [p["pid"] for p in result["processes"] if p["name"] in ("live", "garbled")] == [0, live["pid"]]
+    run(sim_process.main, dict(name="recycled", state_dir=state_dir, state="absent"))
+
+
+def test_sim_process_info_bad_input(run):
+    result, code = run(sim_process_info.main, dict(state_dirs=dict(kai=["a"])))
+    assert code == 1 and result["msg"] == "state_dirs.kai must be a directory's path, got ['a']"
+    result, code = run(sim_process_info.main, dict())
+    assert code == 1 and "missing required arguments: state_dirs" in result["msg"]
 
 
 def test_a_program_that_exits_at_start_fails_with_its_last_lines_and_leaves_nothing(run, state_dir):
