@@ -45,12 +45,13 @@ NOT_WAITED_LINE = "not waited for: C2 found KAI not running"
 # On the sim platform, the parts of the sim (see the sim_process_info module's state_dirs) each
 # claim depends on. The cluster's own processes (etcd, kube-apiserver, kube-controller-manager,
 # kwok) serve every claim; the sim's agent keeps KAI's Deployments' readiness; KAI decides the
-# queue, scheduling, accounting, admission and reservation claims; the isolator injects.
+# queue, scheduling, accounting, admission and reservation claims, and its admission webhook
+# (failurePolicy Fail) admits C4's dry-run pod; the isolator injects.
 CLAIM_PARTS = {
     "C1": ("cluster",),
     "C2": ("cluster", "agent", "kai"),
     "C3": ("cluster", "kai"),
-    "C4": ("cluster", "isolator"),
+    "C4": ("cluster", "kai", "isolator"),
     "C5": ("cluster", "kai"),
     "C6": ("cluster", "kai"),
     "C7": ("cluster", "kai", "isolator"),

@@ -400,7 +400,7 @@ def with_dead(*names):
 @pytest.mark.parametrize("dead, failing", [
     (("kube-apiserver",), {"C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"}),
     (("sim-agent",), {"C2"}),
-    (("kai-scheduler-default",), {"C2", "C3", "C5", "C6", "C7", "C8", "C9"}),
+    (("kai-scheduler-default",), {"C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"}),
     (("kai-resource-isolator-webhook",), {"C4", "C7", "C9"}),
     (("binder", "kai-resource-isolator-webhook"), {"C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"}),
     ((), set()),
