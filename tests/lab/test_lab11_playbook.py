@@ -307,6 +307,7 @@ def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leav
     first_dir = molecule_sim["workdir"]
     first = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "first" / "report"),
                  lab11_wait_timeout=120)
+    (tmp_path / "first").mkdir()
     second = lab_vars(tmp_path / "second", lab11_cluster_name=BESIDE)
     second_dir = second["sim_cluster_workdir"]
     first_processes, first_listeners = sim_processes(first_dir), lab_listeners(first_dir)
