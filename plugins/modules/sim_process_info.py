@@ -35,8 +35,8 @@ options:
   state_dirs:
     description:
       - The directories to read, by the part of the sim they hold (for example C(cluster) for
-        kwokctl's C(pids) directory, C(kai) for KAI's programs). A directory that does not exist
-        holds no process.
+        kwokctl's C(pids) directory, C(kai) for KAI's programs), as absolute paths. A directory
+        that does not exist holds no process.
     type: dict
     required: true
 """
@@ -45,8 +45,10 @@ EXAMPLES = r"""
 - name: Which of the sim's processes run
   gpulab.kai_hami.sim_process_info:
     state_dirs:
-      cluster: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/kwok/clusters/kai-hami-test/pids
-      kai: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/kai
+      cluster: "{{ sim_workdir }}/kwok/clusters/kai-hami-test/pids"
+      kai: "{{ sim_workdir }}/kai"
+  vars:
+    sim_workdir: "{{ lookup('ansible.builtin.env', 'HOME') }}/.cache/gpulab-kai-hami/sim/kai-hami-test"
   register: sim
 
 - name: Name the dead ones
@@ -114,7 +116,7 @@ def main():
         state_dir = module.params["state_dirs"][part]
         if not isinstance(state_dir, str) or not state_dir:
             module.fail_json(msg="state_dirs.%s must be a directory's path, got %r" % (part, state_dir))
-        processes += processes_in(part, os.path.expanduser(state_dir))
+        processes += processes_in(part, state_dir)
     module.exit_json(changed=False, processes=processes, down=[p["name"] for p in processes if not p["running"]])
 
 

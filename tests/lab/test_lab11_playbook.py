@@ -279,7 +279,7 @@ def test_runs_interrupted_at_each_step_converge(molecule_sim, tmp_path):
     for before, step in zip([None] + steps, steps):
         returncode, output = interrupted_run(variables, step)
         assert returncode != 0, output[-3000:]  # ansible-core says "User interrupted execution", or ends in a traceback of its own
-        reached = output.split(STEP_BANNERS[step])[0]
+        reached = output.split(STEP_BANNERS[step], maxsplit=1)[0]
         assert "fatal:" not in reached, "the run failed before it reached %s (after one interrupted at %s)" % (step, before)
     rerun = run_playbook(variables, playbook=LAB)
     assert rerun.returncode == 0, rerun.stdout[-6000:]
