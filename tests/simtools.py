@@ -21,24 +21,34 @@ def run_playbook(*extra_vars, playbook=PLAYBOOK, options=(), env=None):
     return subprocess.run(command, capture_output=True, text=True, check=False, env=env)
 
 
-def cluster_pids(workdir, name):
-    pid_dir = os.path.join(workdir, "kwok", "clusters", name, "pids")
-    pids = []
-    for entry in sorted(os.listdir(pid_dir)):
-        with open(os.path.join(pid_dir, entry)) as handle:
-            pids.append(int(handle.read().strip()))
+def pid_files(directory):
+    """{name: pid} from the ``<name>.pid`` files in a directory (kwokctl's and sim_process's), by name; {} without it."""
+    pids = {}
+    if os.path.isdir(directory):
+        for entry in sorted(os.listdir(directory)):
+            if entry.endswith(".pid"):
+                with open(os.path.join(directory, entry)) as handle:
+                    pids[entry[:-len(".pid")]] = int(handle.read().strip())
     return pids
+
+
+def cluster_pids(workdir, name):
+    """Pids of a sim cluster's processes (etcd, kube-apiserver, ...), from kwokctl's pid files."""
+    return list(pid_files(os.path.join(workdir, "kwok", "clusters", name, "pids")).values())
 
 
 def sim_process_pids(state_dir):
     """Pids recorded by gpulab.kai_hami.sim_process in a state directory (``*.pid``)."""
-    pids = []
-    if os.path.isdir(state_dir):
-        for entry in sorted(os.listdir(state_dir)):
-            if entry.endswith(".pid"):
-                with open(os.path.join(state_dir, entry)) as handle:
-                    pids.append(int(handle.read().strip()))
-    return pids
+    return list(pid_files(state_dir).values())
+
+
+def alive(pid):
+    """Whether a process runs (a zombie does not)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def session_members(leaders):

@@ -19,9 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from simtools import (  # noqa: E402  pylint: disable=wrong-import-position,unused-import
     BIN,
     ROOT,
+    alive,
     cluster_pids,
     listeners_of,
     run_playbook,
+    pid_files,
     session_members,
     sim_process_pids,
 )

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from kubernetes import config, dynamic
 
-from conftest import MOLECULE_SIM_NAME, BIN, cluster_pids, listeners_of, run_playbook, session_members, sim_process_pids
+from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAB = os.path.join(ROOT, "playbooks", "lab11.yml")
@@ -159,21 +159,10 @@ def sim_processes(workdir, cluster_name=NAME):
             ("agent", os.path.join(workdir, "agent")), ("cluster", os.path.join(workdir, "kwok", "clusters", cluster_name, "pids"))]
     found = []
     for part, directory in dirs:
-        names = sorted(entry[:-4] for entry in os.listdir(directory) if entry.endswith(".pid"))
-        if part == "cluster":
-            names = sorted(names, key=lambda n: CLUSTER_KILL_ORDER.index(n) if n in CLUSTER_KILL_ORDER else -1)
-        for name in names:
-            with open(os.path.join(directory, name + ".pid")) as handle:
-                found.append((part, name, int(handle.read().strip())))
+        pids = pid_files(directory)
+        names = sorted(pids, key=lambda n: CLUSTER_KILL_ORDER.index(n) if n in CLUSTER_KILL_ORDER else -1) if part == "cluster" else pids
+        found += [(part, name, pids[name]) for name in names]
     return found
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def lab_state(kube):
@@ -321,10 +310,12 @@ def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leav
         second_listeners = lab_listeners(second_dir, BESIDE)
         print("listeners: first %s; second %s" % (sorted(a for a, _p in first_listeners), sorted(a for a, _p in second_listeners)))
         assert second_listeners and not {a for a, _p in first_listeners} & {a for a, _p in second_listeners}
-        second_pids = lab_pids(second_dir, BESIDE)
-        assert not set(lab_pids(first_dir)) & set(second_pids)
-        open_files = {path for pid in second_pids for path in files_open_by(pid)}
-        assert not [path for path in open_files if path.startswith(first_dir + os.sep)], "the second lab uses the first's files"
+        first_pids, second_pids = lab_pids(first_dir), lab_pids(second_dir, BESIDE)
+        assert not set(first_pids) & set(second_pids)
+        for pids, other_dir, says in ((second_pids, first_dir, "the second lab uses the first's files"),
+                                      (first_pids, second_dir, "the first lab uses the second's files")):
+            open_files = {path for pid in pids for path in files_open_by(pid)}
+            assert not [path for path in open_files if path.startswith(other_dir + os.sep)], says
         assert run_playbook(first, playbook=LAB, options=["--tags", "verify"]).returncode == 0
     finally:
         down = run_playbook(second, playbook=CLEANUP)
