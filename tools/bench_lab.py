@@ -6,6 +6,12 @@ seconds per step (role, or claim for the lab11 role's claim tasks) for each run,
 changed-task counts, the re-run and verify runs as ratios of the first run, and the reservation
 timeout on a line of its own, beside the time C8 took.
 
+Then what the runs' module calls cost: for each run, its module runs to Kubernetes, its other module
+runs and its controller-side tasks, with their seconds; and, measured in the same process on the same
+cluster before its cleanup, the cost of one plain module task (ansible.builtin.stat) and of one
+kubernetes.core.k8s_info task, 20 of each. Those costs times the re-run's runs are what the re-run
+spends on calls alone, however little each call does.
+
 Then, for each run, the slowest tasks (summed over their loops), to show where the time goes.
 
 usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--reservation-timeout 40] [--slowest 12]   (make bench-lab)
@@ -26,7 +32,7 @@ NAME = "bench-lab"
 
 
 def run(playbook, extra, out, tags=None):
-    """One ansible-playbook run with the step timer; returns (wall seconds, its JSON, returncode)."""
+    """One ansible-playbook run (a playbook of playbooks/, or one by its absolute path) with the step timer; returns (wall seconds, its JSON, returncode)."""
     argv = [os.path.join(BIN, "ansible-playbook"), os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra)]
     if tags:
         argv += ["--tags", tags]
@@ -40,6 +46,37 @@ def run(playbook, extra, out, tags=None):
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-2000:])
     with open(out) as handle:
         return wall, json.load(handle), done.returncode
+
+
+PER_CALL_PLAYBOOK = """
+- name: The cost of one module call, plain and to Kubernetes
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: A plain module
+      ansible.builtin.stat:
+        path: /
+      loop: "{{ range(20) | list }}"
+    - name: A module that talks to Kubernetes
+      kubernetes.core.k8s_info:
+        kubeconfig: "{{ lab11_kubeconfig }}"
+        kind: Namespace
+        name: default
+      loop: "{{ range(20) | list }}"
+"""
+
+
+def per_call(extra, work):
+    """Seconds per run of a plain module and of a Kubernetes module, on the bench's cluster."""
+    playbook = os.path.join(work, "per_call.yml")
+    with open(playbook, "w") as handle:
+        handle.write(PER_CALL_PLAYBOOK)
+    _wall, timed, returncode = run(playbook, extra, os.path.join(work, "per_call.json"))
+    kinds = timed["kinds"]
+    if returncode != 0 or not kinds["module"]["runs"] or not kinds["kubernetes"]["runs"]:
+        return None
+    return {kind: kinds[kind]["seconds"] / kinds[kind]["runs"] for kind in ("module", "kubernetes")}
 
 
 def changed(timed):
@@ -59,9 +96,12 @@ def main():
                  lab11_boundary=args.boundary,
                  lab11_reservation_timeout=args.reservation_timeout)
     runs = []
+    cost = None
     try:
         for label, playbook, tags in (("first run", "lab11.yml", None), ("re-run", "lab11.yml", None),
                                       ("--tags verify", "lab11.yml", "verify"), ("cleanup", "cleanup.yml", None)):
+            if label == "cleanup":
+                cost = per_call(extra, work)
             wall, timed, returncode = run(playbook, extra, os.path.join(work, "%d.json" % len(runs)), tags)
             runs.append((label, wall, timed, returncode))
     finally:
@@ -84,6 +124,18 @@ def main():
     print("ratio re-run / first run: %.2f; --tags verify / first run: %.2f" % (runs[1][1] / first, runs[2][1] / first))
     print("reservation timeout: %d s (the most KAI's binder waits for a reservation pod); the first run's C8 took %.1f s"
           % (args.reservation_timeout, runs[0][2]["steps"].get("lab11 C8", 0.0)))
+    print("what the runs spend, by kind of task (runs: each loop item and retry; seconds: from each task's start to the next's)")
+    for kind, says in (("kubernetes", "module runs to Kubernetes"), ("module", "other module runs"),
+                       ("controller", "controller-side tasks")):
+        counted = "tasks" if kind == "controller" else "runs"
+        cells = ["%d in %.1f s" % (timed["kinds"][kind][counted], timed["kinds"][kind]["seconds"]) for _l, _w, timed, _rc in runs]
+        print("%-*s" % (width, says) + "".join("%15s" % cell for cell in cells))
+    if cost:
+        kinds = runs[1][2]["kinds"]
+        floor = kinds["kubernetes"]["runs"] * cost["kubernetes"] + kinds["module"]["runs"] * cost["module"]
+        print("one call, measured here: a plain module %.2f s, a Kubernetes module %.2f s (%.1fx); the re-run's calls at those"
+              " costs: %.1f s of its %.1f s (%.2f of the first run)"
+              % (cost["module"], cost["kubernetes"], cost["kubernetes"] / cost["module"], floor, runs[1][1], floor / first))
     for label, _wall, timed, _rc in runs:
         slowest = sorted(timed.get("tasks", {}).items(), key=lambda item: -item[1])[:args.slowest]
         print("slowest tasks, %s:" % label)

@@ -3,7 +3,10 @@
 Each task's time (from its start to the next task's start, or the end of the run) is added to
 its step: the role it belongs to, and for the lab11 role's claim tasks (named "C<n> ...") the
 claim; and to the task itself ("role : task name", summed over loops and includes), so that the
-benchmark can name the slowest tasks. Enabled only by tools/bench_lab.py (ANSIBLE_CALLBACKS_ENABLED=step_timer); the JSON goes
+benchmark can name the slowest tasks; and by kind (kind_of: a module that talks to Kubernetes,
+another module, or an action the controller does alone), with the number of module runs (each loop
+item and each retry counts; a skipped one does not), to show what the runs' module calls cost.
+Enabled only by tools/bench_lab.py (ANSIBLE_CALLBACKS_ENABLED=step_timer); the JSON goes
 to the file named by STEP_TIMER_OUT.
 """
 
@@ -15,6 +18,22 @@ import time
 from ansible.plugins.callback import CallbackBase
 
 CLAIM_TASK = re.compile(r"^(C\d+) ")
+# Actions the controller carries out without running a module on the host.
+CONTROLLER_ACTIONS = {"set_fact", "debug", "assert", "fail", "include_tasks", "import_tasks", "include_role", "import_role",
+                      "include_vars", "meta", "validate_argument_spec", "pause", "add_host", "group_by", "set_stats"}
+# This collection's modules that talk to the Kubernetes API (they import the kubernetes client, as kubernetes.core's do).
+KUBERNETES_MODULES = {"gpu_node_label", "kai_queue", "reservation_probe"}
+
+
+def kind_of(action):
+    """'kubernetes' (a kubernetes.core module or one of ours that talks to the API), 'controller', or 'module'."""
+    action = action or ""
+    short = action.rsplit(".", 1)[-1]
+    if action.startswith("kubernetes.core.") or (action.startswith("gpulab.kai_hami.") and short in KUBERNETES_MODULES):
+        return "kubernetes"
+    if short in CONTROLLER_ACTIONS and (action == short or action.startswith("ansible.builtin.")):
+        return "controller"
+    return "module"
 
 
 def step_of(role_name, task_name):
@@ -37,6 +56,8 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self.steps = {}
         self.tasks = {}
+        self.kinds = {kind: {"tasks": 0, "runs": 0, "seconds": 0.0} for kind in ("kubernetes", "module", "controller")}
+        self.kind = None
         self.current = None
         self.task = None
         self.started = None
@@ -46,6 +67,8 @@ class CallbackModule(CallbackBase):
             spent = time.monotonic() - self.started
             self.steps[self.current] = self.steps.get(self.current, 0.0) + spent
             self.tasks[self.task] = self.tasks.get(self.task, 0.0) + spent
+            self.kinds[self.kind]["seconds"] += spent
+            self.kinds[self.kind]["tasks"] += 1
             self.current = None
 
     def v2_playbook_on_task_start(self, task, is_conditional):
@@ -54,6 +77,27 @@ class CallbackModule(CallbackBase):
         # task.name, not get_name(): the latter prefixes the role ("lab11 : C6 ...")
         self.current, self.started = step_of(role, task.name), time.monotonic()
         self.task = "%s : %s" % (role or "playbook", task.name or task.action)
+        self.kind = kind_of(task.action)
+
+    def count_run(self, result):
+        """One more run of the current task's module (a loop's summary result is not a run of its own)."""
+        if self.kind is not None and "results" not in result._result:  # pylint: disable=protected-access
+            self.kinds[self.kind]["runs"] += 1
+
+    def v2_runner_on_ok(self, result):
+        self.count_run(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self.count_run(result)
+
+    def v2_runner_item_on_ok(self, result):
+        self.count_run(result)
+
+    def v2_runner_item_on_failed(self, result):
+        self.count_run(result)
+
+    def v2_runner_retry(self, result):
+        self.count_run(result)
 
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)
@@ -63,4 +107,5 @@ class CallbackModule(CallbackBase):
         out = os.environ.get("STEP_TIMER_OUT")
         if out:
             with open(out, "w") as handle:
-                json.dump({"steps": self.steps, "tasks": self.tasks, "totals": {host: stats.summarize(host) for host in stats.processed}}, handle)
+                totals = {host: stats.summarize(host) for host in stats.processed}
+                json.dump({"steps": self.steps, "tasks": self.tasks, "kinds": self.kinds, "totals": totals}, handle)

@@ -22,10 +22,24 @@ def test_claim_tasks_count_for_their_claim_and_other_tasks_for_their_role():
     assert step_timer.step_of(None, "Choose the platform") == "playbook"
 
 
+def test_each_action_has_its_kind():
+    assert step_timer.kind_of("kubernetes.core.k8s_info") == "kubernetes"
+    assert step_timer.kind_of("gpulab.kai_hami.kai_queue") == "kubernetes"
+    assert step_timer.kind_of("gpulab.kai_hami.sim_process") == "module"
+    assert step_timer.kind_of("ansible.builtin.command") == "module"
+    assert step_timer.kind_of("ansible.builtin.set_fact") == "controller"
+    assert step_timer.kind_of("include_tasks") == "controller"
+    assert step_timer.kind_of("some.collection.set_fact") == "module"
+
+
 def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
     role = tmp_path / "roles" / "slow" / "tasks"
     role.mkdir(parents=True)
-    (role / "main.yml").write_text("- name: Sleep\n  ansible.builtin.command: sleep 1.2\n")
+    (role / "main.yml").write_text(
+        "- name: Sleep\n  ansible.builtin.command: sleep 1.2\n"
+        "- name: Three items\n  ansible.builtin.stat: {path: /}\n  loop: [1, 2, 3]\n"
+        "- name: Twice\n  ansible.builtin.stat: {path: /}\n  register: twice\n  until: twice.attempts >= 2\n  retries: 3\n  delay: 0\n"
+        "- name: Skipped\n  ansible.builtin.stat: {path: /}\n  when: false\n")
     claims = tmp_path / "roles" / "lab11" / "tasks"
     claims.mkdir(parents=True)
     (claims / "main.yml").write_text("- name: C6 wait\n  ansible.builtin.pause: {seconds: 1}\n- name: Write the report\n  ansible.builtin.debug: {msg: done}\n")
@@ -50,3 +64,7 @@ def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
     # and per task, named by role and task, for the benchmark's slowest-tasks list
     assert timed["tasks"]["slow : Sleep"] >= 1.2 and timed["tasks"]["lab11 : C6 wait"] >= 1.0
     assert timed["tasks"]["playbook : Quick"] < 1.0
+    # and by kind: 1 + 3 items + 2 tries of a module (the skipped task runs nothing); debug, pause and the includes
+    kinds = timed["kinds"]
+    assert kinds["module"]["runs"] == 1 + 3 + 2 and kinds["module"]["tasks"] == 4 and kinds["module"]["seconds"] >= 1.2
+    assert kinds["controller"]["tasks"] == 5 and kinds["kubernetes"]["runs"] == 0
