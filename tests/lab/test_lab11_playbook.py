@@ -148,8 +148,8 @@ def names(kube, api_version, kind, namespace=None):
 # the isolator injects for C4 and C7.
 CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": {"C2"}, "kai": {"C2", "C3", "C4", "C5", "C6", "C7", "C8"},
                   "isolator": {"C4", "C7"}}
-# kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
 BESIDE = "lab11-beside"  # the second lab's cluster name
+# kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
 CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiserver", "etcd"]
 
 
