@@ -117,6 +117,43 @@ def cmdline(pid):
     return [part.decode("utf-8", "replace") for part in raw.split(b"\0")[:-1]]
 
 
+def _ancestors(pid):
+    """``pid`` and the pids of its parents, up to init."""
+    found = set()
+    while pid and pid not in found:
+        found.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as handle:
+                pid = int(handle.read().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return found
+
+
+def processes_mentioning(roots, proc="/proc"):
+    """``[{pid, command}]`` of live processes whose command line, working directory or program lies under a root.
+
+    The caller's own process and its parents (ansible-playbook, given the paths as arguments) are left out.
+    """
+    roots = [os.path.normpath(root) for root in roots if root]
+    mine = _ancestors(os.getpid())
+    found = []
+    for entry in sorted((e for e in os.listdir(proc) if e.isdigit()), key=int):
+        pid = int(entry)
+        if pid in mine or not is_alive(pid):
+            continue
+        argv = cmdline(pid) or []
+        places = list(argv)
+        for link in ("cwd", "exe"):
+            try:
+                places.append(os.readlink(os.path.join(proc, entry, link)))
+            except OSError:
+                pass
+        if any(root + os.sep in place or place == root or place.endswith("=" + root) for place in places for root in roots):
+            found.append(dict(pid=pid, command=" ".join(argv)[:300]))
+    return found
+
+
 def running(state_dir, name, log_file=None):
     """``(pid, spec)`` of the named process when it runs the program it was started with."""
     files = paths(state_dir, name, log_file)

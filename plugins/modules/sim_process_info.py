@@ -38,7 +38,16 @@ options:
         kwokctl's C(pids) directory, C(kai) for KAI's programs), as absolute paths. A directory
         that does not exist holds no process.
     type: dict
-    required: true
+    default: {}
+  mentioning:
+    description:
+      - Absolute paths (a sim cluster's work directory, for example). Every live process whose
+        command line, working directory or program lies under one of them is returned in
+        RV(mentioning), pid files or not, so that a cleanup can tell that nothing of a cluster
+        still runs. The module's own process and its parents are left out.
+    type: list
+    elements: path
+    default: []
 """
 
 EXAMPLES = r"""
@@ -82,13 +91,32 @@ down:
   type: list
   elements: str
   sample: ["kai-scheduler-default"]
+mentioning:
+  description: The live processes under the paths of O(mentioning).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: The process's pid.
+      type: int
+    command:
+      description: Its command line (the first 300 characters).
+      type: str
+  sample: [{"pid": 4242, "command": "/home/me/.cache/gpulab-kai-hami/sim-bin/bin/etcd --data-dir ..."}]
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import is_alive, paths, read_pid, running
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import (
+    is_alive,
+    paths,
+    processes_mentioning,
+    read_pid,
+    running,
+)
 
 
 def processes_in(part, state_dir):
@@ -110,14 +138,20 @@ def processes_in(part, state_dir):
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(state_dirs=dict(type="dict", required=True)), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(state_dirs=dict(type="dict", default={}),
+                                              mentioning=dict(type="list", elements="path", default=[])),
+                           supports_check_mode=True)
     processes = []
     for part in sorted(module.params["state_dirs"]):
         state_dir = module.params["state_dirs"][part]
         if not isinstance(state_dir, str) or not state_dir:
             module.fail_json(msg="state_dirs.%s must be a directory's path, got %r" % (part, state_dir))
         processes += processes_in(part, state_dir)
-    module.exit_json(changed=False, processes=processes, down=[p["name"] for p in processes if not p["running"]])
+    for path in module.params["mentioning"]:
+        if not os.path.isabs(path):
+            module.fail_json(msg="mentioning must list absolute paths, got %r" % path)
+    module.exit_json(changed=False, processes=processes, down=[p["name"] for p in processes if not p["running"]],
+                     mentioning=processes_mentioning(module.params["mentioning"]))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ def rendered(tmp_path_factory):
     for role in sorted(os.listdir(out)):
         for name in sorted(os.listdir(out / role)):
             with open(out / role / name) as handle:
-                files["%s/%s" % (role, name)] = [d for d in yaml.safe_load_all(handle) if d is not None]
+                files["%s/%s" % (role, name[:-len(".yaml")] if role == "filters" else name)] = [d for d in yaml.safe_load_all(handle) if d is not None]
     return files
 
 
@@ -59,7 +59,7 @@ def test_every_template_was_rendered(rendered):
         for name in os.listdir(os.path.join(ROOT, "roles", role, "templates"))
         if name.endswith(".yaml.j2")
     }
-    assert set(rendered) == templates
+    assert set(rendered) == templates | {"filters/sim_placeholder"}
 
 
 def test_kubernetes_objects_are_valid_for_1_35(rendered):
@@ -130,3 +130,17 @@ def test_isolator_probe_pod_triggers_the_webhook_and_the_runtime_class_maps_nvid
     assert set(probe["metadata"]["annotations"]) & {"gpu-fraction", "gpu-memory"}
     (runtime_class,) = rendered["kai_resource_isolator/runtimeclass.yaml"]
     assert (runtime_class["metadata"]["name"], runtime_class["handler"]) == ("nvidia", "runc")
+
+
+def test_sim_nodes_take_allocatable_and_labels_from_their_own_profile(rendered):
+    """render.yml gives the second node a profile of its own: 4 GPUs of the a100 profile."""
+    nodes = {doc["metadata"]["name"]: doc for doc in rendered["sim_cluster/gpu-nodes.yaml"]}
+    assert sorted(nodes) == ["kai-hami-test-control-plane", "kai-hami-test-gpu-1"]
+    for name, count in (("kai-hami-test-control-plane", "8"), ("kai-hami-test-gpu-1", "4")):
+        node = nodes[name]
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == count == node["status"]["capacity"]["nvidia.com/gpu"]
+        labels = node["metadata"]["labels"]
+        assert labels["nvidia.com/gpu.count"] == count
+        assert labels["nvidia.com/gpu.memory"] == "40960"
+        assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+        assert labels["nvidia.com/gpu.present"] == "true"

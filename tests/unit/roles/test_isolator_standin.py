@@ -19,7 +19,7 @@ import time
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SCRIPT = os.path.join(ROOT, "roles", "kai_resource_isolator", "files", "isolator_standin.py")
+SCRIPT = os.path.join(ROOT, "roles", "sim_isolator", "files", "isolator_standin.py")
 _spec = importlib.util.spec_from_file_location("isolator_standin", SCRIPT)
 standin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(standin)

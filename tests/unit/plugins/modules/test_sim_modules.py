@@ -126,8 +126,29 @@ def test_sim_process_info_tells_running_from_dead_and_from_a_recycled_pid(run, s
 def test_sim_process_info_bad_input(run):
     result, code = run(sim_process_info.main, dict(state_dirs=dict(kai=["a"])))
     assert code == 1 and result["msg"] == "state_dirs.kai must be a directory's path, got ['a']"
-    result, code = run(sim_process_info.main, dict())
-    assert code == 1 and "missing required arguments: state_dirs" in result["msg"]
+    result, code = run(sim_process_info.main, dict(mentioning=["relative/dir"]))
+    assert code == 1 and result["msg"] == "mentioning must list absolute paths, got 'relative/dir'"
+
+
+def test_sim_process_info_finds_every_process_under_a_directory_pid_file_or_not(run, tmp_path):
+    """A cleanup must see what still runs of a cluster even when its pid file is gone."""
+    inside, beside = tmp_path / "sim" / "lab", tmp_path / "sim" / "lab-two"
+    inside.mkdir(parents=True)
+    beside.mkdir(parents=True)
+    by_cwd = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=str(inside))
+    by_argument = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--data-dir=%s/etcd" % inside])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=str(beside))
+    try:
+        result, code = run(sim_process_info.main, dict(mentioning=[str(inside)]))
+        assert code == 0
+        assert sorted(p["pid"] for p in result["mentioning"]) == sorted([by_cwd.pid, by_argument.pid])
+        assert other.pid not in [p["pid"] for p in result["mentioning"]]  # lab-two is not under lab
+    finally:
+        for proc in (by_cwd, by_argument, other):
+            proc.kill()
+            proc.wait()
+    result, code = run(sim_process_info.main, dict(mentioning=[str(inside)]))
+    assert code == 0 and result["mentioning"] == []
 
 
 def test_a_program_that_exits_at_start_fails_with_its_last_lines_and_leaves_nothing(run, state_dir):

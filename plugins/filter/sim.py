@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpulab.kai_hami contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The sim platform's placeholder Deployments, as a filter the sim roles share."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+REQUIRED = ("name", "namespace", "container", "process", "node", "log_file", "health_url", "command", "stand_in")
+IMAGE = "sim.gpulab.kai-hami/local-process"
+
+
+def sim_placeholder(placeholder):
+    """A Deployment that stands for a local process of the sim platform.
+
+    The sim agent keeps its pod Ready only while the process answers ``health_url``; the pod's
+    log is the process's log file.
+    """
+    missing = [key for key in REQUIRED if placeholder.get(key) in (None, "")]
+    if missing:
+        raise AnsibleFilterError("sim_placeholder needs %s (got %s)" % (", ".join(missing), ", ".join(sorted(placeholder))))
+    name, process = str(placeholder["name"]), str(placeholder["process"])
+    annotations = {
+        "gpulab.kai-hami/runs": str(placeholder["stand_in"]),
+        "gpulab.kai-hami/placeholder": "stands for the local process %s of the sim platform (%s); Ready only while it answers %s"
+                                       % (process, placeholder["stand_in"], placeholder["health_url"]),
+    }
+    if placeholder.get("kai_version"):
+        annotations["gpulab.kai-hami/kai-version"] = str(placeholder["kai_version"])
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": str(placeholder["namespace"]),
+            "labels": {"app": name, "app.kubernetes.io/managed-by": "gpulab.kai_hami", "gpulab.kai-hami/stands-for": process},
+            "annotations": annotations,
+        },
+        "spec": {
+            "replicas": 1,
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": name, "gpulab.kai-hami/stands-for": process},
+                    "annotations": {
+                        "gpulab.kai-hami/log-file": str(placeholder["log_file"]),
+                        "gpulab.kai-hami/health-url": str(placeholder["health_url"]),
+                        "gpulab.kai-hami/command": " ".join(str(part) for part in placeholder["command"]),
+                    },
+                },
+                "spec": {
+                    "nodeName": str(placeholder["node"]),
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": str(placeholder["container"]), "image": IMAGE}],
+                },
+            },
+        },
+    }
+
+
+class FilterModule(object):
+    """Sim platform filters."""
+
+    def filters(self):
+        return {"sim_placeholder": sim_placeholder}
