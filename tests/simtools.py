@@ -76,3 +76,20 @@ def listeners_of(pids):
             if "pid=%d," % pid in line:
                 found.append((line.split()[3], pid))
     return found
+
+
+def processes_under(root):
+    """Pids of the live processes whose command line or working directory lies under ``root``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as handle:
+                argv = handle.read().decode("utf-8", "replace").split("\0")
+            places = argv + [os.readlink("/proc/%s/cwd" % entry)]
+        except OSError:
+            continue
+        if alive(int(entry)) and any(root + os.sep in place or place.endswith(root) for place in places):
+            found.append(int(entry))
+    return found

@@ -63,7 +63,7 @@ def main():
             sim_cluster_name="bench",
             sim_cluster_workdir=os.path.join(workdir, "sim"),
             sim_cluster_kubeconfig=kubeconfig,
-            sim_cluster_extra_gpu_nodes=args.nodes,
+            sim_cluster_nodes=["bench-control-plane"] + ["bench-gpu-%d" % n for n in range(args.nodes)],
         )
         sim = playbook(workdir, "sim", [{"name": "Sim cluster", "ansible.builtin.include_role": {"name": "gpulab.kai_hami.sim_cluster"}}])
         print("starting a sim cluster with %d extra GPU nodes ..." % args.nodes, flush=True)
@@ -82,6 +82,7 @@ def main():
                     "kind": "Node", "name": "{{ item }}", "state": "patched", "definition": {"metadata": {"labels": labels}}},
                  "loop": "{{ found.resources | map(attribute='metadata.name') | list }}"},
             ])
+            run(unlabel)  # the sim_cluster role gives its nodes their GPU labels: both ways start from none
             module_seconds = run(module_labels)
             run(unlabel)
             loop_seconds = run(loop_labels)

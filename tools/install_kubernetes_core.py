@@ -1,9 +1,13 @@
 """Install kubernetes.core from the `ansible` bundle wheel, without Galaxy.
 
-Downloads the pinned wheel with pip (no dependencies), checks its sha256, and unpacks only
-ansible_collections/kubernetes/core into the given collections directory.
+Downloads the pinned wheel with pip from PyPI (no dependencies), checks its sha256, and unpacks
+only ansible_collections/kubernetes/core into the given collections directory. It ships with the
+collection, for where Ansible Galaxy cannot be reached:
 
-usage: install_kubernetes_core.py VERSION SHA256 EXPECTED_CORE_VERSION WHEEL_DIR COLLECTIONS_DIR
+usage: install_kubernetes_core.py COLLECTIONS_DIR
+           the versions pinned in the collection's versions.env, the wheel kept in
+           ~/.cache/gpulab-kai-hami/wheels; e.g. ~/.ansible/collections
+       install_kubernetes_core.py VERSION SHA256 EXPECTED_CORE_VERSION WHEEL_DIR COLLECTIONS_DIR
 """
 
 import hashlib
@@ -49,7 +53,21 @@ def main(version, expected_sha, core_version, wheel_dir, collections_dir):
     print("kubernetes.core %s from ansible %s -> %s" % (found, version, target))
 
 
+def pinned():
+    """ANSIBLE_BUNDLE_VERSION, ANSIBLE_BUNDLE_SHA256 and KUBERNETES_CORE_VERSION from the collection's versions.env."""
+    found = {}
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "versions.env")) as handle:
+        for line in handle:
+            key, _, value = line.strip().partition("=")
+            if key and not key.startswith("#"):
+                found[key.strip()] = value.split("#")[0].strip()
+    return found["ANSIBLE_BUNDLE_VERSION"], found["ANSIBLE_BUNDLE_SHA256"], found["KUBERNETES_CORE_VERSION"]
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
+    if len(sys.argv) == 2:
+        main(*pinned(), os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "wheels"), sys.argv[1])
+    elif len(sys.argv) == 6:
+        main(*sys.argv[1:])
+    else:
         sys.exit(__doc__)
-    main(*sys.argv[1:])

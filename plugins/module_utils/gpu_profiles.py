@@ -42,8 +42,10 @@ def _whole(value, field, minimum, maximum=None):
     if isinstance(value, bool) or not re.match(r"^[0-9]+$", text):
         raise GpuProfileError("%s must be a whole number, got %r" % (field, value))
     number = int(text)
-    if number < minimum or (maximum is not None and number > maximum):
-        raise GpuProfileError("%s must be %d to %s, got %d" % (field, minimum, maximum if maximum is not None else "any", number))
+    if maximum is not None and not minimum <= number <= maximum:
+        raise GpuProfileError("%s must be %d to %d, got %d" % (field, minimum, maximum, number))
+    if number < minimum:
+        raise GpuProfileError("%s must be at least %d, got %d" % (field, minimum, number))
     return number
 
 

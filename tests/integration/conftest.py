@@ -5,7 +5,7 @@ pytest-ansible's ``ansible_module`` fixture; check mode and diff, which its disp
 ask for, go through a one-task playbook that registers the result. Swapping pytest-ansible
 out means changing ``ModuleRunner`` only.
 
-The cluster (one GPU node shaped like the lab's, plus ``SIM_EXTRA_NODES`` extra GPU nodes,
+The cluster (one GPU node shaped like the lab's, plus ``SIM_EXTRA_NODES`` more GPU nodes,
 KAI's CRDs applied) is started once per session by the ``sim_cluster`` role and torn down
 after the last test.
 """
@@ -42,13 +42,21 @@ def sim_cluster(tmp_path_factory):
         sim_cluster_name="itest",
         sim_cluster_workdir=workdir,
         sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"),
-        sim_cluster_extra_gpu_nodes=EXTRA_NODES,
-        sim_cluster_gpu_node_name=GPU_NODE,
+        sim_cluster_nodes=[GPU_NODE] + ["itest-gpu-%d" % n for n in range(EXTRA_NODES)],
     )
     up = run_playbook(variables, dict(sim_cluster_state="present"))
     if up.returncode != 0:
         run_playbook(variables, dict(sim_cluster_state="absent"))
         pytest.fail("sim cluster did not come up:\n%s\n%s" % (up.stdout[-6000:], up.stderr[-3000:]))
+    # The sim_cluster role gives its nodes GPU feature discovery's labels; the tests of gpu_node_label
+    # and of the roles that label nodes start from nodes without them, as kind's node is before Step 3.
+    from kubernetes import config, dynamic
+
+    nodes = dynamic.DynamicClient(config.new_client_from_config(config_file=variables["sim_cluster_kubeconfig"])).resources.get(
+        api_version="v1", kind="Node")
+    for node in nodes.get(label_selector="nvidia.com/gpu.present=true").to_dict()["items"]:
+        nodes.patch(name=node["metadata"]["name"], content_type="application/merge-patch+json",
+                    body={"metadata": {"labels": {"nvidia.com/gpu.memory": None, "nvidia.com/gpu.product": None, "nvidia.com/gpu.count": None}}})
     previous = os.environ.get("K8S_AUTH_KUBECONFIG")
     os.environ["K8S_AUTH_KUBECONFIG"] = variables["sim_cluster_kubeconfig"]
     try:

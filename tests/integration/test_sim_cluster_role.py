@@ -11,10 +11,14 @@ from conftest import cluster_pids, listeners_of, run_playbook
 @pytest.mark.parametrize(
     "variables, message",
     [
-        (dict(sim_cluster_profile="h200"), "sim_cluster_profile must be one of a100 (got h200)"),
-        (dict(sim_cluster_extra_gpu_nodes=-1), "sim_cluster_extra_gpu_nodes >= 0 (got -1)"),
-        (dict(sim_cluster_profiles=dict(a100=dict(product="x", memory_mib=40960, count=0, cpu="1", memory="1Gi", pods="10"))),
-         "its count must be >= 1"),
+        (dict(sim_cluster_gpu_profile="h200"), "sim_cluster_gpu_profile must be one of a100, or a dict with name, product, memory_mib, count"),
+        (dict(sim_cluster_gpu_profile=dict(name="a100", count=0)), "sim_cluster_gpu_profile.count must be 1 to 64, got 0"),
+        (dict(sim_cluster_nodes=[]), "sim_cluster_nodes must be a non-empty list of nodes"),
+        (dict(sim_cluster_nodes=["bad-control-plane", "bad-control-plane"]), "sim_cluster_nodes names bad-control-plane more than once"),
+        (dict(sim_cluster_nodes=[dict(name="n1", gpu_profile=dict(name="a100", memory_mib=40))]),
+         "sim_cluster_nodes[0].gpu_profile.memory_mib must be at least 100, got 40"),
+        (dict(sim_cluster_node_shape=dict(cpu="1")), "sim_cluster_node_shape needs cpu, memory and pods"),
+        (dict(sim_cluster_name="Bad_Name"), "sim_cluster_name must be a DNS label of at most 32 characters"),
         (dict(sim_cluster_kubeconfig="/nonexistent-dir/kubeconfig"), "directory /nonexistent-dir does not exist"),
         (dict(sim_cluster_state="paused"), "sim_cluster_state"),
     ],

@@ -17,7 +17,6 @@ import subprocess
 import time
 
 import pytest
-import yaml
 from kubernetes import config, dynamic
 
 from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids
@@ -27,8 +26,8 @@ LAB = os.path.join(ROOT, "playbooks", "lab11.yml")
 CLEANUP = os.path.join(ROOT, "playbooks", "cleanup.yml")
 NAME = MOLECULE_SIM_NAME
 NODE = NAME + "-control-plane"
-with open(os.path.join(ROOT, "playbooks", "vars", "lab11.yml")) as _handle:
-    PROFILE = yaml.safe_load(_handle)["lab11_profiles"]["a100"]
+# nvml-mock's a100 profile, the lab's default (lab11_gpu_profile: a100), as its chart defines it.
+PROFILE = dict(product="NVIDIA A100-SXM4-40GB", memory_mib=40960, count=8)
 PODS = ("kai-whole-gpu", "gpu-sharing-with-isolation", "lab11-missing-queue-probe")
 KAI_DEPLOYMENTS = ["admission", "binder", "kai-operator", "kai-scheduler-default", "pod-grouper", "podgroup-controller", "queue-controller"]
 WEBHOOK_CONFIGURATIONS = {"mutating-kai-admission", "validating-kai-admission", "kai-queue-validation-v2",
@@ -57,10 +56,6 @@ def claims_of(tmp_path):
     return {c["id"]: c for c in json.loads((tmp_path / "report" / "claims.json").read_text())["claims"]}
 
 
-def _profile(**change):
-    return {"a100": dict(PROFILE, **change)}
-
-
 # Every playbook-level variable with a wrong type or value, and the words the refusal must say.
 # Each is refused before anything exists: no sim work dir, no report, no process.
 BAD_INPUTS = [
@@ -76,14 +71,20 @@ BAD_INPUTS = [
     (dict(lab11_cluster_name=""), "lab11_cluster_name must be a DNS label of at most 32 characters"),
     (dict(lab11_cluster_name="a" * 40), "lab11_cluster_name must be a DNS label of at most 32 characters"),
     # the GPU profile and its counts
-    (dict(lab11_profile="h200"), "lab11_profile must be one of a100 (got h200)"),
-    (dict(lab11_profiles={"a100": {"count": 8, "product": "x"}}), "its profile needs memory_mib"),
-    (dict(lab11_profiles=_profile(count="eight")), "'count': 'eight'"),
-    (dict(lab11_profiles=_profile(count=0)), "'count': 0"),
-    (dict(lab11_profiles=_profile(count=-2)), "'count': -2"),
-    (dict(lab11_profiles=_profile(memory_mib=50)), "'memory_mib': 50"),
-    (dict(lab11_profiles=_profile(memory_mib="lots")), "'memory_mib': 'lots'"),
-    (dict(lab11_profiles="a100"), "argument 'lab11_profiles' is of type str and we were unable to convert to dict"),
+    (dict(lab11_gpu_profile="h200"), "lab11_gpu_profile must be one of a100, or a dict with name, product, memory_mib, count (got 'h200')"),
+    (dict(lab11_gpu_profile={"name": "mine", "count": 8, "product": "x"}), "lab11_gpu_profile needs lab11_gpu_profile.memory_mib"),
+    (dict(lab11_gpu_profile={"name": "a100", "count": "eight"}), "lab11_gpu_profile.count must be a whole number, got 'eight'"),
+    (dict(lab11_gpu_profile={"name": "a100", "count": 0}), "lab11_gpu_profile.count must be 1 to 64, got 0"),
+    (dict(lab11_gpu_profile={"name": "a100", "count": -2}), "lab11_gpu_profile.count must be a whole number, got -2"),
+    (dict(lab11_gpu_profile={"name": "a100", "memory_mib": 50}), "lab11_gpu_profile.memory_mib must be at least 100, got 50"),
+    (dict(lab11_gpu_profile={"name": "a100", "memory_mib": "lots"}), "lab11_gpu_profile.memory_mib must be a whole number, got 'lots'"),
+    (dict(lab11_gpu_profile={"name": "a100", "cores": 4}), "lab11_gpu_profile has unknown fields cores; it takes name, product, memory_mib, count"),
+    (dict(lab11_gpu_profile=7), "lab11_gpu_profile must be a profile name (a100) or a dict"),
+    # the nodes
+    (dict(lab11_nodes=[]), "lab11_nodes must be a non-empty list of nodes"),
+    (dict(lab11_nodes=[{"name": "Bad_Node"}]), "lab11_nodes[0].name must be a node name"),
+    (dict(lab11_nodes=["n1", {"name": "n2", "gpu_profile": "t4"}]), "lab11_nodes[1].gpu_profile must be one of a100"),
+    (dict(lab11_nodes="bad-control-plane"), "argument 'lab11_nodes' is of type str and we were unable to convert to list"),
     # the timeouts
     (dict(lab11_reservation_timeout="soon"), "argument 'lab11_reservation_timeout' is of type str and we were unable to convert to int"),
     (dict(lab11_reservation_timeout=0), "lab11_reservation_timeout and lab11_wait_timeout must be positive numbers of seconds (got 0 and"),
@@ -97,10 +98,10 @@ BAD_INPUTS = [
     (dict(lab11_kubeconfig=["/tmp/kubeconfig"]), "must be paths (got str"),
     # the queues
     (dict(lab11_queue="Team_A"), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got Team_A)"),
-    (dict(lab11_queue="team-b"), "one of the queues kai_scheduler_queues makes (default, default-queue)"),
+    (dict(lab11_queue="team-b"), "one of the queues lab11_queues makes (default, default-queue)"),
     (dict(lab11_queue=""), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got )"),
-    (dict(kai_scheduler_queues="default"), "Elements value for option 'kai_scheduler_queues' is of type str and we were unable to convert to dict"),
-    (dict(kai_scheduler_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
+    (dict(lab11_queues="default"), "Elements value for option 'lab11_queues' is of type str and we were unable to convert to dict"),
+    (dict(lab11_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
                                 {"name": "team-a", "parent_queue": "default-queue"}]),
      "and a leaf: KAI runs workloads only in leaf queues (parents: default, default-queue)"),
     # the switches
@@ -113,7 +114,7 @@ def test_bad_input_is_refused_before_anything_exists(tmp_path, more, message):
     variables = lab_vars(tmp_path, **dict(dict(lab11_cluster_name="bad"), **more))
     done = run_playbook(variables, playbook=LAB)
     if os.path.exists(str(tmp_path / "sim")):  # not refused: take down what it started, then fail below
-        run_playbook(variables, dict(lab11_cleanup_cluster=True), playbook=CLEANUP)
+        run_playbook(variables, playbook=CLEANUP)
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "sim")), "a cluster was started before the input was refused"
@@ -228,10 +229,10 @@ def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it
 
 # Each tagged step of playbooks/lab11.yml by the banner of the task that begins it.
 STEP_BANNERS = {
-    "cluster": "TASK [Start the sim cluster]",
+    "cluster": "TASK [Start the sim cluster",
     "gpu": "TASK [Fake GPUs with nvml-mock (Step 2)]",
-    "kai": "TASK [GPU labels, KAI Scheduler and the queues (Steps 3 and 4)]",
-    "isolator": "TASK [The isolator and the nvidia RuntimeClass (Step 5)]",
+    "kai": "TASK [KAI's own programs on the sim",
+    "isolator": "TASK [The isolator webhook's stand-in on the sim (Step 5)]",
     "workloads": "TASK [gpulab.kai_hami.lab11 : Run the lab's workloads (Step 6, Step 7 and C3's probe)]",
     "verify": "TASK [gpulab.kai_hami.lab11 : Prove the claims from live evidence and write the report]",
 }
@@ -418,7 +419,7 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         late_label_experiment(kube, variables, workdir)
 
         lab_processes = sim_leaders(workdir, ("kai", "kai-resource-isolator"))
-        inside = run_playbook(variables, dict(lab11_cleanup_cluster=False), playbook=CLEANUP)
+        inside = run_playbook(variables, dict(cleanup_keep_cluster=True), playbook=CLEANUP)
         assert inside.returncode == 0, inside.stdout[-4000:]
         assert not set(PODS) & set(names(kube, "v1", "Pod", "default"))
         assert names(kube, "scheduling.run.ai/v2", "Queue") == []
@@ -426,8 +427,10 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         assert names(kube, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") == []
         assert names(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") == []
         assert not {"kai-scheduler", "kai-resource-reservation", "kai-resource-isolator"} & set(names(kube, "v1", "Namespace"))
+        # the GPU labels are the node's own on the sim (the sim_cluster role made it so, as GPU feature discovery would): they stay
         labels = kube.resources.get(api_version="v1", kind="Node").get(name=NODE).to_dict()["metadata"]["labels"]
-        assert not {"nvidia.com/gpu.memory", "nvidia.com/gpu.product", "nvidia.com/gpu.count"} & set(labels)
+        assert labels["nvidia.com/gpu.count"] == str(PROFILE["count"])
+        assert not os.path.exists(os.path.join(workdir, "kai")) and not os.path.exists(os.path.join(workdir, "kai-resource-isolator"))
         assert lab_processes and session_members(lab_processes) == [], "a KAI process or stand-in survived cleanup"
     finally:
         leaders = leaders or sim_leaders(workdir)
@@ -444,7 +447,7 @@ def every_claim_can_fail(variables, tmp_path):
     asking it to expect something the cluster does not do (nothing in the lab is changed except
     C3's extra probe pod, which is deleted again)."""
     wrong = dict(
-        lab11_profiles={"a100": dict(PROFILE, count=PROFILE["count"] + 1)},  # C1: one GPU more than the node has
+        lab11_gpu_profile={"name": "a100", "count": PROFILE["count"] + 1},   # C1: one GPU more than the node has
         lab11_whole_gpu_pod="kai-no-such-pod",                                # C5: a whole-GPU pod that never ran
         lab11_shared_request_mib=10240,                                       # C6: another allocation than KAI's
         lab11_expected_boundary="reserved",                                   # C8: the boundary crossed

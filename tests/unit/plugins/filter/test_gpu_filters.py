@@ -33,7 +33,7 @@ def test_a_dict_of_its_own_gives_every_field():
     ({"name": "mine", "count": 2}, "lab_gpu needs lab_gpu.product, lab_gpu.memory_mib"),
     ({"name": "a100", "count": 0}, "lab_gpu.count must be 1 to 64, got 0"),
     ({"name": "a100", "count": 65}, "lab_gpu.count must be 1 to 64, got 65"),
-    ({"name": "a100", "memory_mib": 40}, "lab_gpu.memory_mib must be 100 to any, got 40"),
+    ({"name": "a100", "memory_mib": 40}, "lab_gpu.memory_mib must be at least 100, got 40"),
     ({"name": "a100", "memory_mib": "40GB"}, "lab_gpu.memory_mib must be a whole number, got '40GB'"),
     ({"name": "a100", "count": True}, "lab_gpu.count must be a whole number, got True"),
     ({"name": "a100", "colour": "green"}, "lab_gpu has unknown fields colour; it takes name, product, memory_mib, count"),

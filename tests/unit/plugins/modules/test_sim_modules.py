@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time

@@ -1,4 +1,4 @@
-"""The kai_scheduler role's sim mode refuses bad input clearly and leaves nothing half-started.
+"""The sim_kai role refuses bad input clearly and leaves nothing half-started.
 
 Fake KAI programs (small scripts in a directory of the test's) stand in for the real ones where
 a case needs a program to misbehave; the cluster is the session's sim cluster.
@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_playbook, session_members, sim_process_pids
 
-PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "kai_scheduler.yml")
+PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "sim_kai.yml")
 PROGRAMS = ["scheduler", "binder", "admission", "podgrouper", "podgroupcontroller", "queuecontroller", "resourcereservation"]
 
 
@@ -31,9 +31,8 @@ def fake_bin(directory, version="v0.16.0", scheduler="import time; time.sleep(60
 
 
 def role_vars(sim_cluster, tmp_path, **more):
-    return dict(dict(kai_scheduler_mode="sim", kai_scheduler_kubeconfig=sim_cluster["sim_cluster_kubeconfig"],
-                     kai_scheduler_sim_workdir=str(tmp_path / "kai"), kai_scheduler_label_nodes=False,
-                     kai_scheduler_wait_timeout=20), **more)
+    cluster = {k: v for k, v in sim_cluster.items() if k.startswith("sim_cluster_")}
+    return dict(cluster, sim_kai_workdir=str(tmp_path / "kai"), sim_kai_wait_timeout=20, **more)
 
 
 def namespaces(kube):
@@ -42,7 +41,7 @@ def namespaces(kube):
 
 def test_a_kai_version_the_sim_has_no_flags_for_is_refused(kube, sim_cluster, tmp_path):
     bins = fake_bin(str(tmp_path / "bin"), version="v0.15.0")
-    done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins), playbook=PLAYBOOK)
+    done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins), playbook=PLAYBOOK)
     assert done.returncode != 0
     assert "KAI v0.15.0 (built in %s) is not a version the sim knows its operator's flags for: v0.16.0, v0.17.0" % bins in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "kai"))
@@ -51,7 +50,7 @@ def test_a_kai_version_the_sim_has_no_flags_for_is_refused(kube, sim_cluster, tm
 
 def test_a_program_that_exits_at_start_fails_with_its_last_lines_and_nothing_is_left_running(kube, sim_cluster, tmp_path):
     bins = fake_bin(str(tmp_path / "bin"), scheduler="print('unknown flag: --scheduler-conf'); raise SystemExit(2)")
-    done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins), playbook=PLAYBOOK)
+    done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins), playbook=PLAYBOOK)
     assert done.returncode != 0
     assert "kai-scheduler-default exited with code 2" in done.stdout, done.stdout[-3000:]
     assert "unknown flag: --scheduler-conf" in done.stdout
@@ -66,8 +65,8 @@ def test_a_port_already_taken_is_named_and_nothing_starts(kube, sim_cluster, tmp
     holder.listen(1)
     port = holder.getsockname()[1]
     try:
-        done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins,
-                                      kai_scheduler_sim_ports={"kai-scheduler-default-metrics": port}), playbook=PLAYBOOK)
+        done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins,
+                                      sim_kai_ports={"kai-scheduler-default-metrics": port}), playbook=PLAYBOOK)
     finally:
         holder.close()
     assert done.returncode != 0
@@ -77,15 +76,22 @@ def test_a_port_already_taken_is_named_and_nothing_starts(kube, sim_cluster, tmp
 
 
 @pytest.mark.parametrize("timeout, message", [
-    (0, "kai_scheduler_reservation_timeout a positive whole number of seconds (got 0)"),
-    (-5, "kai_scheduler_reservation_timeout a positive whole number of seconds (got -5)"),
-    ("40s", "kai_scheduler_reservation_timeout"),
-    (2.5, "kai_scheduler_reservation_timeout"),
+    (0, "sim_kai_reservation_timeout must be a positive whole number of seconds (got 0)"),
+    (-5, "sim_kai_reservation_timeout must be a positive whole number of seconds (got -5)"),
+    ("40s", "sim_kai_reservation_timeout"),
+    (2.5, "sim_kai_reservation_timeout"),
 ])
 def test_a_reservation_timeout_that_is_not_positive_seconds_is_refused(kube, sim_cluster, tmp_path, timeout, message):
     bins = fake_bin(str(tmp_path / "bin"))
-    done = run_playbook(role_vars(sim_cluster, tmp_path, kai_scheduler_sim_bin_dir=bins, kai_scheduler_reservation_timeout=timeout),
+    done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins, sim_kai_reservation_timeout=timeout),
                         playbook=PLAYBOOK)
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
+    assert not os.path.exists(str(tmp_path / "kai"))
+
+
+def test_without_the_sim_clusters_facts_the_role_names_what_it_needs(tmp_path):
+    done = run_playbook(dict(sim_kai_workdir=str(tmp_path / "kai")), playbook=os.path.join(os.path.dirname(__file__), "playbooks", "sim_kai_alone.yml"))
+    assert done.returncode != 0
+    assert "sim_kai_cluster must be the fact the sim_cluster role publishes (sim_cluster_made" in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "kai"))
