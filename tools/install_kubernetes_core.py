@@ -58,7 +58,7 @@ def pinned():
     found = {}
     with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "versions.env")) as handle:
         for line in handle:
-            key, _, value = line.strip().partition("=")
+            key, _sep, value = line.strip().partition("=")
             if key and not key.startswith("#"):
                 found[key.strip()] = value.split("#")[0].strip()
     return found["ANSIBLE_BUNDLE_VERSION"], found["ANSIBLE_BUNDLE_SHA256"], found["KUBERNETES_CORE_VERSION"]

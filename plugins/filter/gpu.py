@@ -35,10 +35,10 @@ def gpulab_gpu_profile(value, field="gpu_profile"):
         raise AnsibleFilterError(str(error))
 
 
-def gpulab_gpu_nodes(nodes, default_profile, field="nodes"):
+def gpulab_gpu_nodes(nodes, default_profile, field="nodes", profile_field="gpu_profile"):
     """The node list with each node's full GPU profile ({name, gpu_profile})."""
     try:
-        return gpu_nodes(_plain(nodes), _plain(default_profile), field)
+        return gpu_nodes(_plain(nodes), _plain(default_profile), field, profile_field)
     except GpuProfileError as error:
         raise AnsibleFilterError(str(error))
 

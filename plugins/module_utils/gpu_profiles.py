@@ -88,11 +88,14 @@ def gpu_profile(value, field="gpu_profile"):
     return profile
 
 
-def gpu_nodes(nodes, default_profile, field="nodes"):
-    """The node list, each entry ``{name, gpu_profile}`` with its full profile (the default when it names none)."""
+def gpu_nodes(nodes, default_profile, field="nodes", profile_field="gpu_profile"):
+    """The node list, each entry ``{name, gpu_profile}`` with its full profile (the default when it names none).
+
+    ``field`` and ``profile_field`` are the names the errors give the list and the default profile.
+    """
     if not isinstance(nodes, list) or not nodes:
         raise GpuProfileError("%s must be a non-empty list of nodes, each {name: ..., gpu_profile: ...} (got %r)" % (field, nodes))
-    default = gpu_profile(default_profile)
+    default = gpu_profile(default_profile, profile_field)
     result = []
     for index, node in enumerate(nodes):
         where = "%s[%d]" % (field, index)

@@ -102,7 +102,7 @@ BAD_INPUTS = [
     (dict(lab11_queue=""), "lab11_queue must be a queue name: lowercase letters, digits, '-' and '.' (got )"),
     (dict(lab11_queues="default"), "Elements value for option 'lab11_queues' is of type str and we were unable to convert to dict"),
     (dict(lab11_queues=[{"name": "default"}, {"name": "default-queue", "parent_queue": "default"},
-                                {"name": "team-a", "parent_queue": "default-queue"}]),
+                        {"name": "team-a", "parent_queue": "default-queue"}]),
      "and a leaf: KAI runs workloads only in leaf queues (parents: default, default-queue)"),
     # the switches
     (dict(lab11_fail_on_claims="maybe"), "argument 'lab11_fail_on_claims' is of type str and we were unable to convert to bool"),

@@ -86,3 +86,9 @@ def test_a_placeholder_without_its_process_is_refused():
     with pytest.raises(AnsibleFilterError) as error:
         sim_placeholder(dict(PLACEHOLDER, process="", node=None))
     assert "sim_placeholder needs process, node" in str(error.value)
+
+
+def test_the_default_profile_is_named_in_its_errors():
+    with pytest.raises(AnsibleFilterError) as error:
+        gpulab_gpu_nodes(["lab-control-plane"], {"name": "a100", "count": 0}, "lab_nodes", "lab_gpu_profile")
+    assert "lab_gpu_profile.count must be 1 to 64, got 0" in str(error.value)
