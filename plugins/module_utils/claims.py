@@ -21,6 +21,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import (
     hamicore_memory_limit,
     last_division,
 )
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import SCHEDULER_DEPLOYMENT
 
 GPU_GROUP_LABEL = "runai-gpu-group"
 GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
@@ -37,7 +38,6 @@ ISOLATOR_VGPU_VOLUME = "kai-resource-isolator-vgpu"
 PRELOAD_PATH = "/etc/ld.so.preload"
 VGPU_PATH = "/usr/local/vgpu"
 VGPU_MOUNT_ENV = "CONTAINER_VGPU_MOUNT"
-SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
 # Claims whose tasks wait (lab11_claim_wait_timeout) for KAI to act: an event, a bind, a log
 # line, a reservation. When C2 found KAI not running they are decided at once, and say why.
 CLAIMS_WAITING_ON_KAI = ("C3", "C5", "C6", "C8", "C9")

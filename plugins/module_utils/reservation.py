@@ -19,7 +19,6 @@ VERDICTS = ("reserved", "nvml_unavailable", "reservation_timeout", "pending", "n
 SHARING_ANNOTATIONS = ("gpu-memory", "gpu-fraction")
 GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
 GPU_GROUP_LABEL = "runai-gpu-group"
-RESERVATION_APP_SELECTOR = "app=kai-resource-reservation"
 BINDING_ERROR = "BindingError"
 RESERVATION_TIMEOUT_TEXT = "failed waiting for GPU reservation pod to allocate"
 NVML_ERROR = re.compile(r"unable to initialize NVML: (?P<code>[A-Za-z0-9_]+)")

@@ -194,6 +194,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
     build_module,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import KubeError
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import SCHEDULER_DEPLOYMENT as KAI_SCHEDULER_DEPLOYMENT
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.node_labels import (
     GPU_LABELS,
     MEMORY_LABEL,
@@ -205,7 +206,6 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.node_labels import
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
 
 DEFAULT_SELECTOR = "nvidia.com/gpu.present=true"
-KAI_SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
 
 
 def argument_spec():

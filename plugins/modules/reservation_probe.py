@@ -131,8 +131,8 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import 
     KubeError,
     KubeTimeout,
 )
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import RESERVATION_APP_SELECTOR, RESERVATION_NAMESPACE
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import (
-    RESERVATION_APP_SELECTOR,
     VERDICTS,
     classify,
 )
@@ -149,7 +149,7 @@ def argument_spec():
     spec.update(
         name=dict(type="str", required=True),
         namespace=dict(type="str", default="default"),
-        reservation_namespace=dict(type="str", default="kai-resource-reservation"),
+        reservation_namespace=dict(type="str", default=RESERVATION_NAMESPACE),
         log_lines=dict(type="int", default=50),
         expect=dict(type="str", choices=list(VERDICTS)),
         wait_timeout=dict(type="int", default=180),

@@ -84,7 +84,7 @@ BAD_INPUTS = [
     (dict(lab11_nodes=[]), "lab11_nodes must be a non-empty list of nodes"),
     (dict(lab11_nodes=[{"name": "Bad_Node"}]), "lab11_nodes[0].name must be a node name"),
     (dict(lab11_nodes=["n1", {"name": "n2", "gpu_profile": "t4"}]), "lab11_nodes[1].gpu_profile must be one of a100"),
-    (dict(lab11_nodes="bad-control-plane"), "argument 'lab11_nodes' is of type str and we were unable to convert to list"),
+    (dict(lab11_nodes="bad-control-plane"), "lab11_nodes must be a non-empty list of nodes, each {name: ..., gpu_profile: ...} (got 'bad-control-plane')"),
     # the timeouts
     (dict(lab11_reservation_timeout="soon"), "argument 'lab11_reservation_timeout' is of type str and we were unable to convert to int"),
     (dict(lab11_reservation_timeout=0), "lab11_reservation_timeout and lab11_wait_timeout must be positive numbers of seconds (got 0 and"),
