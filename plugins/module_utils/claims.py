@@ -3,10 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Lab 11's claims, decided from API objects and log lines read beforehand.
 
-Each ``cN_<what>`` function takes what claim CN's task file read from the cluster (API objects
-as dicts, log lines, a module's result) and the expected inputs, and returns
+Each ``cN_<what>`` function takes what the lab_claim module read for claim CN (API objects as
+dicts, log lines, reservation_probe's classification) and the expected inputs, and returns
 ``{'holds': bool, 'evidence': [lines]}``. Expected numbers come from KAI's arithmetic
-(kai_math), computed from the inputs. ``claim_record`` turns a decision into the report's record.
+(kai_math), computed from the inputs. ``claim_record`` turns a decision into the report's
+record: the one place a claim's verdict is named.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,16 +22,42 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import (
     hamicore_memory_limit,
     last_division,
 )
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import SCHEDULER_DEPLOYMENT
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
+    GPU_GROUP_LABEL,
+    GPU_INDEX_ANNOTATION,
+    GPU_MEMORY_LABEL,
+    GPU_RESOURCE,
+    SCHEDULER_DEPLOYMENT,
+)
 
-GPU_GROUP_LABEL = "runai-gpu-group"
-GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
+# Each claim's line in the report (C8's depends on the boundary the lab expects: see claim_text).
+CLAIMS = {
+    "C1": "Mock advertises whole GPUs",
+    "C2": "KAI installs and runs",
+    "C3": "Queues gate scheduling",
+    "C4": "Isolator webhook is active",
+    "C5": "KAI base scheduling works",
+    "C6": "KAI reads per-GPU memory",
+    "C7": "Isolator injects HAMi-core",
+    "C8": "Boundary: shared pod cannot run",
+    "C9": "KAI's hamicore numbers reach the pod",
+}
+C8_CROSSED = "Boundary: the reservation succeeds, the shared pod binds"
+# Per claim, the component whose behaviour decided it (the report's "decided by"): {kai} and
+# {isolator} are provenance()'s kai and isolator, {node} the GPU node.
+DECIDED_BY = {
+    "C1": "node {node}'s status (allocatable nvidia.com/gpu)",
+    "C2": "{kai}: its seven Deployments",
+    "C3": "{kai}: kai-scheduler's event on the probe pod",
+    "C4": "{isolator}: its log and a server-side dry-run through the admission chain",
+    "C5": "{kai}: kai-scheduler's BindRequest and the binder",
+    "C6": "{kai}: kai-scheduler's log",
+    "C7": "{kai}: admission (runtimeClassName, CUDA_DEVICE_MEMORY_LIMIT reference); {isolator}: mounts and env",
+    "C8": "{kai}: the binder's events and the reservation app's log",
+    "C9": "{kai}: the binder's hamicore and gpusharing plugins (the shared pods' ConfigMaps) and kai-scheduler's log",
+}
 LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
 DEVICES_KEY = "NVIDIA_VISIBLE_DEVICES"
-
-
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
 QUEUE_MISSING_REASON = "QueueDoesNotExist"
 ISOLATOR_KEYS_LINE = "annotationKeys=gpu-fraction|gpu-memory"
 ISOLATOR_VOLUME_PREFIX = "kai-resource-isolator-"
@@ -305,9 +332,21 @@ def c9_hamicore_numbers(pods, pod_names, requests_mib, nodes, configmaps, reserv
     return {"holds": all(checks), "evidence": evidence}
 
 
-def claim_error(failed_result):
-    """The decision of a claim whose own tasks failed: the error as evidence (verdict ``error``)."""
-    return {"holds": False, "error": True, "evidence": [(failed_result or {}).get("msg") or "error"]}
+def claim_text(claim_id, expected_boundary="nvml_unavailable"):
+    """The claim's line in the report."""
+    if claim_id == "C8" and expected_boundary == "reserved":
+        return C8_CROSSED
+    return CLAIMS[claim_id]
+
+
+def decided_by(claim_id, origin, node):
+    """What decided the claim, from ``origin`` (provenance()'s answer) and the GPU node's name."""
+    return DECIDED_BY[claim_id].format(kai=origin["kai"], isolator=origin["isolator"], node=node)
+
+
+def claim_error(message):
+    """The decision of a claim whose evidence could not be read: the error as evidence (verdict ``error``)."""
+    return {"holds": False, "error": True, "evidence": [message or "error"]}
 
 
 def _clean(line):

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpulab.kai_hami contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The names KAI Scheduler gives its parts, once: its chart and operator name them so on every
-platform. The kai_scheduler and sim_kai roles read them through the kai_parts lookup; the
-modules and the claims import them."""
+"""The names KAI Scheduler and the isolator give their parts, labels and annotations, once: KAI's
+chart and operator name them so on every platform. The kai_scheduler and sim_kai roles read
+them through the kai_parts lookup; the modules and the claims import them."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +21,21 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
 RESERVATION_APP_LABEL = "kai-resource-reservation"
 RESERVATION_APP_SELECTOR = "app=" + RESERVATION_APP_LABEL
+# The isolator's namespace and webhook Deployment under its chart's default release name.
+ISOLATOR_NAMESPACE = "kai-resource-isolator"
+ISOLATOR_WEBHOOK = "kai-resource-isolator-webhook"
+# Labels, annotations and resources KAI and GPU feature discovery use on pods and nodes.
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+QUEUE_LABEL = "kai.scheduler/queue"
+SHARING_ANNOTATIONS = ("gpu-memory", "gpu-fraction")
+GPU_GROUP_LABEL = "runai-gpu-group"
+GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
+# The API groups of KAI's kinds the modules read.
+QUEUE_API = "scheduling.run.ai/v2"
+BIND_REQUEST_API = "scheduling.run.ai/v1alpha2"
 # The queues KAI's chart creates on first install (templates/default-queue.yaml).
 _CHART_QUEUE_RESOURCES = dict((r, {"quota": 0, "limit": -1, "over_quota_weight": 1}) for r in ("cpu", "memory", "gpu"))
 CHART_DEFAULT_QUEUES = [

@@ -9,11 +9,14 @@ __metaclass__ = type
 
 import re
 
-MEMORY_LABEL = "nvidia.com/gpu.memory"
-PRODUCT_LABEL = "nvidia.com/gpu.product"
-COUNT_LABEL = "nvidia.com/gpu.count"
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
+    GPU_COUNT_LABEL as COUNT_LABEL,
+    GPU_MEMORY_LABEL as MEMORY_LABEL,
+    GPU_PRODUCT_LABEL as PRODUCT_LABEL,
+    GPU_RESOURCE,
+)
+
 GPU_LABELS = (MEMORY_LABEL, PRODUCT_LABEL, COUNT_LABEL)
-GPU_RESOURCE = "nvidia.com/gpu"
 MIN_MEMORY_MIB = 100
 MAX_LABEL_VALUE = 63
 

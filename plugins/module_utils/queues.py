@@ -12,7 +12,8 @@ __metaclass__ = type
 
 import re
 
-API_VERSION = "scheduling.run.ai/v2"
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import QUEUE_API as API_VERSION
+
 KIND = "Queue"
 RESOURCE_NAMES = ("cpu", "gpu", "memory")
 UNLIMITED = -1

@@ -6,7 +6,7 @@
 KAI's binder reserves a GPU for a shared pod by starting a reservation pod in
 ``kai-resource-reservation`` that calls NVML and annotates itself with the GPU's UUID. On a
 mock GPU the call fails and the shared pod never binds. ``classify`` names which case a pod is
-in and keeps the event and log lines that decided it.
+in and keeps the event and log lines that decided it; ``read_boundary`` reads those objects.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,10 +15,14 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
+    GPU_GROUP_LABEL,
+    GPU_INDEX_ANNOTATION,
+    RESERVATION_APP_SELECTOR,
+    SHARING_ANNOTATIONS,
+)
+
 VERDICTS = ("reserved", "nvml_unavailable", "reservation_timeout", "pending", "not_shared")
-SHARING_ANNOTATIONS = ("gpu-memory", "gpu-fraction")
-GPU_INDEX_ANNOTATION = "run.ai/reserve_for_gpu_index"
-GPU_GROUP_LABEL = "runai-gpu-group"
 BINDING_ERROR = "BindingError"
 RESERVATION_TIMEOUT_TEXT = "failed waiting for GPU reservation pod to allocate"
 NVML_ERROR = re.compile(r"unable to initialize NVML: (?P<code>[A-Za-z0-9_]+)")
@@ -125,3 +129,25 @@ def classify(pod, events, reservation_pods, logs):
         last = events[-1]
         result["evidence"].append("last event %s: %s" % (last.get("reason"), last.get("message")))
     return result
+
+
+class PodNotFound(Exception):
+    """The shared pod does not exist."""
+
+
+def read_boundary(service, name, namespace, reservation_namespace, log_lines=50):
+    """Read the pod, its events, the reservation pods and their logs (a KubeService's calls), and classify them."""
+    pod = service.get("v1", "Pod", name, namespace)
+    if pod is None:
+        raise PodNotFound("pod %s/%s not found" % (namespace, name))
+    events = service.events_for("Pod", name, namespace)
+    reservation_pods = service.list("v1", "Pod", namespace=reservation_namespace, label_selector=RESERVATION_APP_SELECTOR)
+    logs = {}
+    for reservation_pod in reservation_pods:
+        pod_name = reservation_pod["metadata"]["name"]
+        text = service.pod_log(pod_name, reservation_namespace, tail_lines=log_lines)
+        if not text:
+            # A crashed reservation app restarts (no restartPolicy is set): read the last run.
+            text = service.pod_log(pod_name, reservation_namespace, tail_lines=log_lines, previous=True)
+        logs[pod_name] = text
+    return classify(pod, events, reservation_pods, logs)

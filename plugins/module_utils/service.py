@@ -128,8 +128,12 @@ class KubeService:
             result = _plain(self.resource(api_version, kind).get(**params))
         return result.get("items") or []
 
-    def apply(self, definition, field_manager=FIELD_MANAGER):
-        """Server-side apply (taking over fields from other managers, as kubectl --force-conflicts)."""
+    def apply(self, definition, field_manager=FIELD_MANAGER, dry_run=False):
+        """Server-side apply (taking over fields from other managers, as kubectl --force-conflicts).
+
+        ``dry_run`` sends it as a server-side dry-run whatever the check mode: the admission
+        chain answers with the object it would have stored, and nothing is stored.
+        """
         name = definition["metadata"]["name"]
         namespace = definition["metadata"].get("namespace")
         with wrapped("apply", definition["kind"], name, namespace, api_version=definition["apiVersion"]):
@@ -142,7 +146,7 @@ class KubeService:
                     namespace=namespace,
                     field_manager=field_manager,
                     force_conflicts=True,
-                    **self._dry_run_params()
+                    **({"dry_run": DRY_RUN_ALL} if dry_run else self._dry_run_params())
                 )
             )
 
@@ -207,6 +211,24 @@ class KubeService:
                 if error.status in NO_LOG_YET:
                     return None
                 raise
+
+    def deployment_log(self, name, namespace, tail_lines=None):
+        """``(lines, why_none)``: the log of one of a Deployment's pods (a running one first), as
+        ``kubectl logs deployment/<name>`` reads it; ``why_none`` says why there are no lines."""
+        deployment = self.get("apps/v1", "Deployment", name, namespace)
+        if deployment is None:
+            return [], "Deployment %s/%s not found" % (namespace, name)
+        labels = (((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels")) or {}
+        selector = ",".join("%s=%s" % item for item in sorted(labels.items()))
+        pods = self.list("v1", "Pod", namespace=namespace, label_selector=selector) if selector else []
+        pods.sort(key=lambda pod: ((pod.get("status") or {}).get("phase") != "Running", (pod.get("metadata") or {}).get("name")))
+        if not pods:
+            return [], "Deployment %s/%s has no pods" % (namespace, name)
+        pod_name = pods[0]["metadata"]["name"]
+        text = self.pod_log(pod_name, namespace, tail_lines=tail_lines)
+        if not text:
+            return [], "pod %s/%s has no log yet" % (namespace, pod_name)
+        return text.splitlines(), None
 
 
 def _event_time(event):

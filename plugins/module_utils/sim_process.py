@@ -171,6 +171,24 @@ def running(state_dir, name, log_file=None):
 _CRI_PREFIX = re.compile(r"^\S+ (?:stdout|stderr) [FP] ")
 
 
+def processes_in(part, state_dir):
+    """Each pid file of ``state_dir`` as {name, part, pid, running}."""
+    try:
+        files = sorted(f for f in os.listdir(state_dir) if f.endswith(".pid"))
+    except OSError:
+        return []
+    found = []
+    for pid_file in files:
+        name = pid_file[:-len(".pid")]
+        pid = read_pid(os.path.join(state_dir, pid_file)) or 0
+        if os.path.exists(paths(state_dir, name)["spec"]):
+            alive = running(state_dir, name)[0] is not None
+        else:
+            alive = is_alive(pid)
+        found.append(dict(name=name, part=part, pid=pid, running=alive))
+    return found
+
+
 def tail(path, lines=25):
     """The last ``lines`` lines of a file ('' when there is none), container-runtime prefixes removed."""
     try:

@@ -131,17 +131,14 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import 
     KubeError,
     KubeTimeout,
 )
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import RESERVATION_APP_SELECTOR, RESERVATION_NAMESPACE
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import RESERVATION_NAMESPACE
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import (
     VERDICTS,
-    classify,
+    PodNotFound,
+    read_boundary,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import wait_until
-
-
-class PodNotFound(Exception):
-    """The shared pod does not exist."""
 
 
 def argument_spec():
@@ -160,20 +157,7 @@ def argument_spec():
 
 def observe(service, params):
     """Read everything the verdict depends on and classify it."""
-    pod = service.get("v1", "Pod", params["name"], params["namespace"])
-    if pod is None:
-        raise PodNotFound("pod %s/%s not found" % (params["namespace"], params["name"]))
-    events = service.events_for("Pod", params["name"], params["namespace"])
-    reservation_pods = service.list("v1", "Pod", namespace=params["reservation_namespace"], label_selector=RESERVATION_APP_SELECTOR)
-    logs = {}
-    for reservation_pod in reservation_pods:
-        name = reservation_pod["metadata"]["name"]
-        text = service.pod_log(name, params["reservation_namespace"], tail_lines=params["log_lines"])
-        if not text:
-            # A crashed reservation app restarts (no restartPolicy is set): read the last run.
-            text = service.pod_log(name, params["reservation_namespace"], tail_lines=params["log_lines"], previous=True)
-        logs[name] = text
-    return classify(pod, events, reservation_pods, logs)
+    return read_boundary(service, params["name"], params["namespace"], params["reservation_namespace"], params["log_lines"])
 
 
 def main():

@@ -111,30 +111,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import (
-    is_alive,
-    paths,
+    processes_in,
     processes_mentioning,
-    read_pid,
-    running,
 )
-
-
-def processes_in(part, state_dir):
-    """Each pid file of ``state_dir`` as {name, part, pid, running}."""
-    try:
-        files = sorted(f for f in os.listdir(state_dir) if f.endswith(".pid"))
-    except OSError:
-        return []
-    found = []
-    for pid_file in files:
-        name = pid_file[:-len(".pid")]
-        pid = read_pid(os.path.join(state_dir, pid_file)) or 0
-        if os.path.exists(paths(state_dir, name)["spec"]):
-            alive = running(state_dir, name)[0] is not None
-        else:
-            alive = is_alive(pid)
-        found.append(dict(name=name, part=part, pid=pid, running=alive))
-    return found
 
 
 def main():

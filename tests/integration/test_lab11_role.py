@@ -146,7 +146,7 @@ def test_claims_whose_reads_fail_are_errors_not_failures(kube, sim_cluster, tmp_
     variables = dict(lab11_report_dir=str(report_dir), lab11_wait_timeout=5, lab11_kubeconfig=str(kubeconfig))
     done = run_playbook(variables, playbook=PLAYBOOK, options=["--tags", "verify"])
     assert done.returncode != 0
-    assert "claims whose own tasks failed (error): C1, C2, C3, C4, C5, C6, C7, C8" in done.stdout, done.stdout[-3000:]
+    assert "claims whose evidence could not be read (error): C1, C2, C3, C4, C5, C6, C7, C8" in done.stdout, done.stdout[-3000:]
     claims = json.loads((report_dir / "claims.json").read_text())["claims"]
     assert [(c["id"], c["verdict"], c["ok"]) for c in claims] == [("C%d" % i, "error", False) for i in range(1, 9)]
     assert all(c["evidence"] and c["evidence"][0] for c in claims)

@@ -353,12 +353,12 @@ def test_record_of_the_expected_failure_and_of_a_claim_that_fails():
     assert (failed["ok"], failed["verdict"]) == (False, "fails")
 
 
-def test_record_of_a_claim_whose_tasks_failed_is_an_error_with_the_message():
-    decision = claims.claim_error({"failed": True, "msg": "Failed to get client due to HTTPSConnectionPool(host='127.0.0.1', port=9)"})
+def test_record_of_a_claim_whose_evidence_could_not_be_read_is_an_error_with_the_message():
+    decision = claims.claim_error("Failed to get client due to HTTPSConnectionPool(host='127.0.0.1', port=9)")
     result = record(decision)
     assert (result["ok"], result["verdict"]) == (False, "error")
     assert result["evidence"] == ["Failed to get client due to HTTPSConnectionPool(host='127.0.0.1', port=9)"]
-    assert record(claims.claim_error({"failed": True}))["evidence"] == ["error"]
+    assert record(claims.claim_error(None))["evidence"] == ["error"]
     # an error is not blamed on KAI not running
     assert record(decision, kai_running=False)["evidence"] == result["evidence"]
 
@@ -420,7 +420,7 @@ def test_a_claim_whose_process_is_dead_fails_naming_it_whatever_the_api_showed(d
 
 def test_a_dead_process_turns_an_error_and_an_expected_failure_into_a_failure():
     processes = with_dead("kube-apiserver")
-    errored = claims.claim_record(claims.claim_error({"failed": True, "msg": "Connection refused"}), "C5", "c", "KAI", True, processes)
+    errored = claims.claim_record(claims.claim_error("Connection refused"), "C5", "c", "KAI", True, processes)
     assert (errored["verdict"], errored["evidence"]) == ("fails", ["not running: kube-apiserver (cluster, pid 12)", "Connection refused"])
     expected = claims.claim_record(claims.c8_reservation_boundary(recorded("probe_nvml_unavailable"), "nvml_unavailable"), "C8", "c", "KAI",
                                    True, with_dead("binder"))
@@ -494,3 +494,12 @@ def test_c9_counts_the_whole_gpu_pods_request():
     assert decide_c9(whole_gpus=2)["evidence"][3] == "queue default-queue GPU allocated %s (expected 2 + 0.51 + 0.49 = %s)" % (expected, expected)
     # a line for one whole GPU does not make C9 hold when the workloads requested two
     assert decide_c9(whole_gpus=2, lines=[DIVISION.format(a=round(1 + fraction(20480) + fraction(20000), 2))])["holds"] is False
+
+
+def test_each_claim_has_its_text_and_what_decided_it():
+    origin = {"kai": "KAI v9", "isolator": "iso stand-in"}
+    assert sorted(claims.CLAIMS) == sorted(claims.DECIDED_BY) == ["C%d" % n for n in range(1, 10)]
+    assert claims.decided_by("C1", origin, "gpu-0") == "node gpu-0's status (allocatable nvidia.com/gpu)"
+    assert claims.decided_by("C7", origin, "gpu-0").startswith("KAI v9: admission") and "iso stand-in: mounts" in claims.decided_by("C7", origin, "gpu-0")
+    assert claims.claim_text("C8", "nvml_unavailable") == "Boundary: shared pod cannot run"
+    assert claims.claim_text("C8", "reserved") == "Boundary: the reservation succeeds, the shared pod binds"

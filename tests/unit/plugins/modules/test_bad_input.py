@@ -6,7 +6,7 @@ request before failing would report a connection error instead of the validation
 
 import pytest
 
-from ansible_collections.gpulab.kai_hami.plugins.modules import gpu_node_label, kai_queue, reservation_probe
+from ansible_collections.gpulab.kai_hami.plugins.modules import gpu_node_label, kai_queue, lab_claim, reservation_probe
 
 
 def assert_clear_failure(result, code, *fragments):
@@ -72,3 +72,27 @@ def test_gpu_node_label_bad_input(run_module, args, fragments):
 def test_reservation_probe_bad_input(run_module, args, fragments):
     result, code = run_module(reservation_probe.main, args)
     assert_clear_failure(result, code, *fragments)
+
+
+LAB = dict(gpu_node="gpu-0", shared_pods=[dict(name="shared", request_mib=20480)])
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (dict(claim="C10", lab=LAB), ["claim", "C1, C2, C3, C4, C5, C6, C7, C8, C9", "C10"]),
+        (dict(claim="C9", lab=LAB), ["C9 needs 2 shared pod(s) in lab.shared_pods, got 1"]),
+        (dict(claim="C7", lab=dict(LAB, shared_pods=[])), ["C7 needs 1 shared pod(s) in lab.shared_pods, got 0"]),
+        (dict(claim="C7", lab=dict(LAB, shared_pods=[dict(name="p", request_mib="lots")])),
+         ["lab.shared_pods[0].request_mib must be a whole number of MiB, got 'lots'"]),
+        (dict(claim="C7", lab=dict(LAB, shared_pods=[dict(request_mib=1)])), ["lab.shared_pods[0].name must be a pod name, got None"]),
+        (dict(claim="C8", lab=dict(LAB, expected_boundary="running")), ["expected_boundary", "reserved, nvml_unavailable"]),
+        (dict(claim="C1", lab=dict(shared_pods=[])), ["missing required arguments: gpu_node", "lab"]),
+        (dict(claim="C1", lab=LAB, state_dirs={"cluster": ""}), ["state_dirs.cluster must be a directory's path, got ''"]),
+        (dict(claim="C3", lab=LAB, wait_timeout=-1), ["wait_timeout must be 0 or more"]),
+    ],
+)
+def test_lab_claim_bad_input(run_module, args, fragments):
+    result, code = run_module(lab_claim.main, args)
+    assert_clear_failure(result, code, *fragments)
+    assert "record" not in result
