@@ -71,7 +71,7 @@ sanity: collections $(SANITY_VENV)/.installed ## ansible-test sanity from an ans
 	ln -sfn $(COLLECTIONS)/ansible_collections/kubernetes $(TEST_ROOT)/kubernetes
 	# Its own git index, or ansible-test asks this checkout's git, which ignores .cache/.
 	cd $(TEST_TREE) && git init -q && git add -A
-	# --requirements (not --venv: that bootstraps pip from a host this network cannot reach)
+	# --requirements (not --venv: that bootstraps pip from bootstrap.pypa.io, which a machine with only a PyPI mirror cannot reach)
 	# ansible-test asks for get_pip_<its pip version>.py; the version is read from ansible-test itself.
 	pip=$$(grep -o "pip='[0-9.]*'" $(SANITY_VENV)/lib/python3.*/site-packages/ansible_test/_internal/python_requirements.py \
 	  | grep -o "[0-9.]*[0-9]" | tr . _); \

@@ -133,7 +133,7 @@ def main():
     if cost:
         kinds = runs[1][2]["kinds"]
         floor = kinds["kubernetes"]["runs"] * cost["kubernetes"] + kinds["module"]["runs"] * cost["module"]
-        print("one call, measured here: a plain module %.2f s, a Kubernetes module %.2f s (%.1fx); the re-run's calls at those"
+        print("one call, measured in this process: a plain module %.2f s, a Kubernetes module %.2f s (%.1fx); the re-run's calls at those"
               " costs: %.1f s of its %.1f s (%.2f of the first run)"
               % (cost["module"], cost["kubernetes"], cost["kubernetes"] / cost["module"], floor, runs[1][1], floor / first))
     for label, _wall, timed, _rc in runs:

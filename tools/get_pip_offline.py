@@ -1,8 +1,8 @@
 """Stand-in for ansible-test's pip bootstrap script (get-pip.py), with no download.
 
 ansible-test creates an empty venv per sanity test and runs a cached get-pip script in it
-with pip's arguments (``install pip==24.2 ...``). The real script comes from a host this
-network cannot reach. This one runs pip from the wheel that ships with Python's ensurepip;
+with pip's arguments (``install pip==24.2 ...``). The real script comes from bootstrap.pypa.io,
+which a machine with only a PyPI mirror cannot reach. This one runs pip from the wheel that ships with Python's ensurepip;
 that pip then installs the requested packages from PyPI as usual.
 """
 

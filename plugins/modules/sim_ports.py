@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sim_ports
 short_description: Named TCP ports on 127.0.0.1 for the sim platform's processes, the same on every run
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
 description:

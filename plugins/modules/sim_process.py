@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sim_process
 short_description: Run a program as a local background process, idempotently (the sim platform)
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
 description:

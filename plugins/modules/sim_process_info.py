@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sim_process_info
 short_description: Which of the sim platform's local processes run, from their pid files
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
 description:

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sim_tls
 short_description: A self-signed CA and serving certificates for the sim platform's webhook servers
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
 description:

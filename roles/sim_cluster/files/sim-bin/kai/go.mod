@@ -188,8 +188,8 @@ replace (
 	k8s.io/apimachinery => k8s.io/apimachinery v0.35.4
 )
 
-// The Go module proxy here serves no version of github.com/kai-scheduler/KAI-scheduler; the
-// one copy it serves is v0.16.0 under the old path (a zip declaring the new module path, whose
+// Where the Go module proxy serves no version of github.com/kai-scheduler/KAI-scheduler, the
+// one copy some proxies serve is v0.16.0 under the old path (a zip declaring the new module path, whose
 // go.mod build.sh extracts; go.sum pins both hashes, as sum.golang.org has them).
 replace github.com/kai-scheduler/KAI-scheduler v0.16.0 => github.com/NVIDIA/KAI-scheduler v0.16.0
 
