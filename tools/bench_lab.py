@@ -12,7 +12,9 @@ cluster before its cleanup, the cost of one plain module task (ansible.builtin.s
 kubernetes.core.k8s_info task, 20 of each. Those costs times the re-run's runs are what the re-run
 spends on calls alone, however little each call does.
 
-Then, for each run, the slowest tasks (summed over their loops), to show where the time goes.
+Then, for each run, the slowest tasks (summed over their loops), to show where the time goes, and
+last one machine-readable line:
+``bench-lab first_s=<s> rerun_s=<s> rerun_ratio=<x> verify_s=<s> cleanup_s=<s>``.
 
 usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--reservation-timeout 40] [--slowest 12]   (make bench-lab)
 """
@@ -141,6 +143,9 @@ def main():
         print("slowest tasks, %s:" % label)
         for task, seconds in slowest:
             print("  %6.1f  %s" % (seconds, task))
+    walls = dict((label, wall) for label, wall, _t, _rc in runs)
+    print("bench-lab first_s=%.1f rerun_s=%.1f rerun_ratio=%.2f verify_s=%.1f cleanup_s=%.1f"
+          % (first, walls["re-run"], walls["re-run"] / first, walls["--tags verify"], walls["cleanup"]))
     return 0 if all(rc == 0 for _l, _w, _t, rc in runs) else 1
 
 
