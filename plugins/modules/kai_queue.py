@@ -27,6 +27,7 @@ description:
   - Nothing is sent to the cluster before every input has been validated.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpulab.kai_hami.kube_error
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:

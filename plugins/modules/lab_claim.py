@@ -36,6 +36,8 @@ description:
     shows, since what a dead process did before it died proves nothing.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpulab.kai_hami.kube_error
+  - gpulab.kai_hami.wait
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -154,11 +156,9 @@ options:
     type: dict
     default: {}
   wait_timeout:
-    description: Seconds a claim waits for KAI to act.
     type: int
     default: 300
   wait_sleep:
-    description: Seconds between two reads while waiting.
     type: float
     default: 1
 """
@@ -220,7 +220,7 @@ processes:
   elements: dict
   sample: [{"name": "kube-apiserver", "part": "cluster", "pid": 4242, "running": true}]
 kube_error:
-  description: The failed Kubernetes call that made the verdict C(error), with the keys M(gpulab.kai_hami.gpu_node_label) documents for its own RV(kube_error).
+  description: The failed Kubernetes call that made the verdict C(error) (its keys are in the notes).
   returned: when a Kubernetes call failed
   type: dict
 """

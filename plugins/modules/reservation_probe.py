@@ -24,11 +24,15 @@ description:
     C(failed waiting for GPU reservation pod to allocate), without NVML evidence in the logs.
   - V(pending) - none of the above yet.
   - V(not_shared) - the pod has no sharing annotation, so KAI reserves nothing for it.
+  - With O(expect), it polls for that verdict up to O(wait_timeout) seconds (KAI's reservation
+    timeout is 40 s per bind attempt).
   - Reservation pods are matched by the pod's C(runai-gpu-group) label when it has one; KAI
     removes that label when a bind attempt fails, and then every reservation pod in
     O(reservation_namespace) is read.
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - gpulab.kai_hami.kube_error
+  - gpulab.kai_hami.wait
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -62,11 +66,9 @@ options:
     type: str
     choices: [reserved, nvml_unavailable, reservation_timeout, pending, not_shared]
   wait_timeout:
-    description: Seconds to poll for O(expect). KAI's reservation timeout is 40 s per bind attempt.
     type: int
     default: 180
   wait_sleep:
-    description: Seconds between polls.
     type: int
     default: 5
 """
@@ -116,7 +118,7 @@ bind_attempts:
   type: int
   sample: 3
 kube_error:
-  description: The failed Kubernetes call, or the wait that ran out, with the keys M(gpulab.kai_hami.gpu_node_label) documents for its own RV(kube_error).
+  description: The failed Kubernetes call, or the wait that ran out (its keys are in the notes).
   returned: when a Kubernetes call fails
   type: dict
   sample: {operation: read the log of, kind: Pod, name: gpu-reservation-5df74f36086ed6c5, namespace: kai-resource-reservation,
