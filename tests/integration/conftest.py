@@ -114,6 +114,20 @@ class ModuleRunner:
 
 
 @pytest.fixture
+def dead_kubeconfig(tmp_path):
+    """The path of a kubeconfig whose API server (https://127.0.0.1:9) never answers."""
+    import yaml
+
+    kubeconfig = tmp_path / "dead-kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
+        "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "dead", "user": {"token": "x"}}],
+        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}]}))
+    return str(kubeconfig)
+
+
+@pytest.fixture
 def module(sim_cluster, ansible_module):
     """``module('kai_queue', name=..., check=True)`` -> the module's result on localhost."""
     return ModuleRunner(ansible_module)

@@ -12,7 +12,6 @@ import re
 from xml.etree import ElementTree
 
 import pytest
-import yaml
 from kubernetes.dynamic.exceptions import NotFoundError
 
 from conftest import run_playbook
@@ -132,18 +131,12 @@ def test_queue_with_children_in_the_cluster_is_refused(kube, sim_cluster, lab_po
         queues.delete(name="lab11-team")
 
 
-def test_claims_whose_reads_fail_are_errors_not_failures(kube, sim_cluster, tmp_path):
+def test_claims_whose_reads_fail_are_errors_not_failures(kube, sim_cluster, tmp_path, dead_kubeconfig):
     """With an API server that does not answer, every claim's own tasks fail: each is recorded as
     an error (the exception as evidence) in report.md, claims.json and junit.xml, never as an
     ordinary failure with made-up evidence."""
-    kubeconfig = tmp_path / "dead-kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
-        "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "dead", "user": {"token": "x"}}],
-        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}]}))
     report_dir = tmp_path / "report"
-    variables = dict(lab11_report_dir=str(report_dir), lab11_wait_timeout=5, lab11_kubeconfig=str(kubeconfig))
+    variables = dict(lab11_report_dir=str(report_dir), lab11_wait_timeout=5, lab11_kubeconfig=dead_kubeconfig)
     done = run_playbook(variables, playbook=PLAYBOOK, options=["--tags", "verify"])
     assert done.returncode != 0
     assert "claims whose evidence could not be read (error): C1, C2, C3, C4, C5, C6, C7, C8" in done.stdout, done.stdout[-3000:]

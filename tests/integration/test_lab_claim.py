@@ -6,8 +6,6 @@ process or a dead API server makes of a claim. (Its bad inputs: tests/unit/plugi
 
 import subprocess
 
-import yaml
-
 SHARED = [{"name": "lab-claim-shared", "request_mib": 20480}]
 
 
@@ -62,14 +60,8 @@ def test_a_dead_process_fails_the_claim_whatever_the_api_shows(module, kube, sim
     assert other["processes"] == [] and other["record"]["verdict"] == "holds"
 
 
-def test_an_api_server_that_does_not_answer_is_an_error_not_a_failure(module, sim_cluster, tmp_path):
-    kubeconfig = tmp_path / "dead-kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "dead",
-        "clusters": [{"name": "dead", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
-        "users": [{"name": "dead", "user": {"token": "x"}}],
-        "contexts": [{"name": "dead", "context": {"cluster": "dead", "user": "dead"}}]}))
-    result = module("lab_claim", claim="C8", lab=lab(sim_cluster), kubeconfig=str(kubeconfig), wait_timeout=5)
+def test_an_api_server_that_does_not_answer_is_an_error_not_a_failure(module, sim_cluster, dead_kubeconfig):
+    result = module("lab_claim", claim="C8", lab=lab(sim_cluster), kubeconfig=dead_kubeconfig, wait_timeout=5)
     assert not result.get("failed"), result
     assert (result["record"]["verdict"], result["record"]["ok"]) == ("error", False)
     assert "127.0.0.1:9" in result["record"]["evidence"][0] or "connect" in result["record"]["evidence"][0], result["record"]
