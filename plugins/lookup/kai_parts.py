@@ -16,7 +16,7 @@ description:
   - The Deployments of a KAI install, its scheduler's Deployment and name, the reservation pods'
     namespace, service account and app label, and the queues KAI's chart creates on first install,
     as KAI's chart and operator name them on every platform.
-  - One place for them in the collection; the kai_scheduler and sim_kai roles read them here.
+  - One place for them in the collection; the kai_scheduler and sim_kai roles read them through this lookup.
   - With a term, the value of that key; without, the whole dict.
 options:
   _terms:

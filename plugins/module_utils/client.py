@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one place this collection imports kubernetes.core (and the kubernetes client).
 
-kubernetes.core does not promise a stable module_utils API; keeping every import here makes
+kubernetes.core does not promise a stable module_utils API; keeping every import in this file makes
 a future break a one-file fix.
 """
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """KAI ``scheduling.run.ai/v2`` Queues: argument spec, validation, ordering and manifests.
 
-Pure functions, no API calls: everything here runs before anything is sent to a cluster.
+Pure functions, no API calls: all of this module runs before anything is sent to a cluster.
 """
 
 from __future__ import absolute_import, division, print_function

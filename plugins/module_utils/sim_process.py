@@ -5,7 +5,7 @@
 
 A process is known by its name inside a state directory, where three files live:
 ``<name>.pid`` (its pid), ``<name>.spec.json`` (what it was started with) and, by default,
-``<name>.log`` (its output, appended across restarts). Nothing here talks to Kubernetes.
+``<name>.log`` (its output, appended across restarts). Nothing in this module talks to Kubernetes.
 """
 
 from __future__ import absolute_import, division, print_function

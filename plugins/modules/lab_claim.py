@@ -316,12 +316,12 @@ def shared_pods(value):
 class Evidence:
     """What a claim reads, through one KubeService, waiting where the claim waits."""
 
-    def __init__(self, service, params, timeout):
+    def __init__(self, service, params, shared, timeout):
         self.service = service
         self.lab = params["lab"]
         self.kai = params["kai"]
         self.isolator = params["isolator"]
-        self.shared = shared_pods(self.lab["shared_pods"])
+        self.shared = shared
         self.timeout = timeout
         self.sleep = params["wait_sleep"]
 
@@ -474,7 +474,7 @@ def main():
         result["provenance"], kai_runs = origin(service, params)
         # Waiting for KAI to act is pointless when KAI does not run: decide at once (the record says so).
         timeout = params["wait_timeout"] if kai_runs else 0
-        decision = getattr(Evidence(service, params, timeout), claim_id.lower())()
+        decision = getattr(Evidence(service, params, pods, timeout), claim_id.lower())()
     except KubeError as error:
         decision = claims.claim_error(str(error))
         result["kube_error"] = error.details()

@@ -1,6 +1,6 @@
 """The device_plugin role against the sim's real API server.
 
-The sim has no kubelet, so the device plugin itself never runs here: what is checked is that
+The sim has no kubelet, so the device plugin itself never runs on it: what is checked is that
 the API server accepts our DaemonSet, that the role waits on what the node really advertises,
 and that it restarts device-plugin pods older than nvml-mock's newest pod.
 """

@@ -1,7 +1,7 @@
 """The Helm mode's plumbing, on the sim: a pinned helm built by the helm_binary role, and the
 nvml_mock role installing, re-applying and uninstalling a release through kubernetes.core.helm.
 
-The real charts cannot be pulled here (no registry), so the chart is ours
+The test suite pulls no real chart (it needs no registry), so the chart is ours
 (tests/integration/charts/values-echo): it writes the values it was given into a ConfigMap, so
 the test sees exactly what the role handed Helm.
 """

@@ -1,6 +1,6 @@
 """The lab11 role's workloads, claims and report on the sim, as far as it goes without KAI.
 
-Here the role runs alone on a cluster where neither KAI nor the isolator is installed, so the
+In these tests the role runs alone on a cluster where neither KAI nor the isolator is installed, so the
 report must say exactly that: C1 holds (the node advertises the profile's GPUs), C2-C8 fail,
 each with the evidence that decided it, and the play fails. (The whole lab, with KAI, is
 tests/lab/test_lab11_playbook.py.)
@@ -75,7 +75,7 @@ def test_report_says_what_holds_without_kai_and_what_decided_it(kube, sim_cluste
     assert [c for c in claims if claims[c]["evidence"][-1] == "not waited for: C2 found KAI not running"] == ["C3", "C5", "C6", "C8"]
 
     assert all("\n" not in line for c in claims.values() for line in c["evidence"])
-    # the report names what decided each claim; here nothing of KAI or the isolator exists
+    # the report names what decided each claim; in this test nothing of KAI or the isolator exists
     assert report["kai"] == "KAI (not found)" and report["isolator"] == "kai-resource-isolator (not found)"
     assert claims["C6"]["decided_by"] == "KAI (not found): kai-scheduler's log"
     table = (report_dir / "report.md").read_text().splitlines()

@@ -35,12 +35,12 @@ def test_c1_holds_for_the_nodes_count_and_fails_for_another(module, kube, sim_cl
 
 def test_without_kai_c2_fails_naming_each_workload_and_the_waiting_claims_do_not_wait(module, sim_cluster):
     workloads = ["binder", "kai-scheduler-default"]
-    c2 = module("lab_claim", claim="C2", lab=lab(sim_cluster), kai=dict(namespace="no-kai-here", workloads=workloads))
+    c2 = module("lab_claim", claim="C2", lab=lab(sim_cluster), kai=dict(namespace="no-kai", workloads=workloads))
     assert c2["record"]["verdict"] == "fails"
-    assert c2["record"]["evidence"] == ["available in no-kai-here: none", "missing or not available: %s" % ", ".join(workloads)]
+    assert c2["record"]["evidence"] == ["available in no-kai: none", "missing or not available: %s" % ", ".join(workloads)]
     assert c2["provenance"]["kai"] == "KAI (not found)"
     # C5 would wait wait_timeout seconds for KAI to run the pod; without KAI it decides at once
-    c5 = module("lab_claim", claim="C5", lab=lab(sim_cluster, whole_gpu_pod="no-such-pod"), kai=dict(namespace="no-kai-here"), wait_timeout=600)
+    c5 = module("lab_claim", claim="C5", lab=lab(sim_cluster, whole_gpu_pod="no-such-pod"), kai=dict(namespace="no-kai"), wait_timeout=600)
     assert c5["record"]["verdict"] == "fails"
     assert c5["record"]["evidence"][0].startswith("pod default/no-such-pod is missing on node none")
     assert c5["record"]["evidence"][-1] == "not waited for: C2 found KAI not running"

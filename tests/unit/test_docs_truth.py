@@ -57,8 +57,7 @@ def test_no_stale_kai_version_claims():
 
 def test_no_text_speaks_of_the_machine_it_was_built_on():
     """State the condition ("where the Go module proxy serves no v0.17.0"), not the place."""
-    place = re.compile(r"(cannot run|not verified|verified|pulled|checked|timed|served|serves|built|proxy) here\b|"
-                       r"\bthis network\b|\(no Docker here\)|from here\b", re.I)
+    place = re.compile(r"\bhere\b|\bthis (network|machine)\b", re.I)
     hits = []
     for path in tracked("*.md", "*.yml", "*.py", "*.j2", "*.sh", "*.env", "*.mod", "Makefile"):
         if "/tests/" in path or "/changelogs/" in path:

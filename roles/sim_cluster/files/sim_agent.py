@@ -144,7 +144,7 @@ def enter_new_network_namespace():
         uid, gid = os.getuid(), os.getgid()
         if libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
             raise NamespaceError("unshare(CLONE_NEWNET) failed (%s) and so did unshare(CLONE_NEWUSER|CLONE_NEWNET) (%s): "
-                                 "this machine allows this user no network namespace"
+                                 "the kernel gives this user no network namespace (neither as root nor through a user namespace)"
                                  % (os.strerror(first), os.strerror(ctypes.get_errno())))
         for path, text in (("/proc/self/setgroups", "deny"), ("/proc/self/uid_map", "0 %d 1" % uid), ("/proc/self/gid_map", "0 %d 1" % gid)):
             with open(path, "w") as handle:

@@ -27,9 +27,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-WRAPPER_DIR = os.path.join(HERE, "k8s")
-VERSIONS_ENV = os.path.join(HERE, "versions.env")
+SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+WRAPPER_DIR = os.path.join(SCRIPT_DIR, "k8s")
+VERSIONS_ENV = os.path.join(SCRIPT_DIR, "versions.env")
 WRAPPER_MODULE = "sim-bin/k8s"
 TOOLS = [
     "k8s.io/kubernetes/cmd/kube-apiserver",
