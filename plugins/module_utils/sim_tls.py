@@ -160,3 +160,24 @@ def ensure_server(directory, server, names, ca_cert, ca_key, check=False):
     _write(key_path, _key_bytes(key), 0o600)
     _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
     return True
+
+
+def ensure_link(link, target, check=False):
+    """A symbolic link ``link`` -> ``target`` (parents made); True when it had to change.
+
+    A link to elsewhere is replaced; a file or directory at ``link`` is a ValueError.
+    """
+    if os.path.islink(link):
+        if os.readlink(link) == target:
+            return False
+    elif os.path.exists(link):
+        raise ValueError("%s exists and is not a symbolic link" % link)
+    if check:
+        return True
+    parent = os.path.dirname(link)
+    if not os.path.isdir(parent):
+        os.makedirs(parent, 0o700)
+    if os.path.islink(link):
+        os.unlink(link)
+    os.symlink(target, link)
+    return True

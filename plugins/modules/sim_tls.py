@@ -54,6 +54,13 @@ options:
         type: list
         elements: str
         default: ['127.0.0.1', 'localhost']
+      link:
+        description:
+          - A symbolic link to the server's certificate directory, made (with its parent
+            directories) where a program looks for its certificates, e.g. controller-runtime's
+            C($TMPDIR/k8s-webhook-server/serving-certs). A link elsewhere is replaced; anything
+            else at that path is refused.
+        type: path
 requirements:
   - cryptography (a dependency of ansible-core)
 """
@@ -116,6 +123,7 @@ def main():
                 options=dict(
                     name=dict(type="str", required=True),
                     names=dict(type="list", elements="str", default=["127.0.0.1", "localhost"]),
+                    link=dict(type="path"),
                 ),
             ),
         ),
@@ -129,15 +137,22 @@ def main():
             module.fail_json(msg="servers[%d].name %r must be letters, digits, '.', '_' or '-'" % (index, server["name"]))
         if not server["names"]:
             module.fail_json(msg="servers[%d].names must list at least one IP address or DNS name" % index)
+        if server["link"] and os.path.exists(server["link"]) and not os.path.islink(server["link"]):
+            module.fail_json(msg="servers[%d].link %s exists and is not a symbolic link" % (index, server["link"]))
 
     path, check = params["path"], module.check_mode
     if not check and not os.path.isdir(path):
         os.makedirs(path, 0o700)
     ca_cert, ca_key, changed = sim_tls.ensure_ca(path, params["common_name"], check=check)
     directories = {}
-    for server in params["servers"]:
+    for index, server in enumerate(params["servers"]):
         changed = sim_tls.ensure_server(path, server["name"], server["names"], ca_cert, ca_key, check=check) or changed
         directories[server["name"]] = os.path.join(path, server["name"])
+        if server["link"]:
+            try:
+                changed = sim_tls.ensure_link(server["link"], directories[server["name"]], check=check) or changed
+            except ValueError as error:
+                module.fail_json(msg="servers[%d].link: %s" % (index, error))
     bundle = ""
     if ca_cert is not None:
         with open(os.path.join(path, "ca.crt"), "rb") as handle:

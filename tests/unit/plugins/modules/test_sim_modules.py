@@ -290,6 +290,30 @@ def test_sim_tls_check_mode_writes_nothing(run, tmp_path):
     assert result["changed"] and result["ca_bundle"] == "" and not os.path.exists(str(tmp_path / "tls"))
 
 
+def test_sim_tls_links_each_certificate_directory_where_asked(run, tmp_path):
+    link = tmp_path / "tmp" / "hook" / "k8s-webhook-server" / "serving-certs"
+    args = dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "hook", "link": str(link)}])
+    checked, dummy = run(sim_tls.main, args, check=True)
+    assert checked["changed"] and not os.path.lexists(str(link))
+    first, dummy = run(sim_tls.main, args)
+    assert first["changed"] and os.readlink(str(link)) == first["servers"]["hook"]
+    assert os.path.isfile(str(link / "tls.crt"))
+    again, dummy = run(sim_tls.main, args)
+    assert again["changed"] is False
+    os.unlink(str(link))
+    os.symlink(str(tmp_path), str(link))  # a link to elsewhere is put right
+    fixed, dummy = run(sim_tls.main, args)
+    assert fixed["changed"] and os.readlink(str(link)) == first["servers"]["hook"]
+
+
+def test_sim_tls_refuses_a_link_path_that_is_not_a_link(run, tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    result, code = run(sim_tls.main, dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "a", "link": str(taken)}]))
+    assert code == 1 and "servers[0].link %s exists and is not a symbolic link" % taken in result["msg"]
+    assert not os.path.exists(str(tmp_path / "tls"))
+
+
 def test_sim_tls_bad_server_name(run, tmp_path):
     result, code = run(sim_tls.main, dict(path=str(tmp_path / "tls"), common_name="x", servers=[{"name": "../up"}]))
     assert code == 1 and "servers[0].name '../up'" in result["msg"]
