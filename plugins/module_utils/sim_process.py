@@ -344,6 +344,33 @@ def stop(pid, timeout, clock=time.monotonic, pause=time.sleep):
     return True
 
 
+def stop_all(pids, timeout, clock=time.monotonic, pause=time.sleep):
+    """stop() of several processes at once: SIGTERM every session, wait up to ``timeout`` s for
+    all of them, then SIGKILL those left. The pids that were running."""
+    alive = [pid for pid in pids if is_alive(pid)]
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
+        left = [pid for pid in alive if is_alive(pid)]
+        for pid in left:
+            try:
+                os.killpg(pid, sig)
+            except OSError:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+        deadline = clock() + wait
+        while left and clock() < deadline:
+            for pid in left:
+                _reap(pid)
+            left = [pid for pid in left if is_alive(pid)]
+            if left:
+                pause(0.1)
+    stuck = [pid for pid in alive if is_alive(pid)]
+    if stuck:
+        raise SimProcessError("pid %s did not exit after SIGKILL" % ", ".join(str(pid) for pid in stuck))
+    return alive
+
+
 def _reap(pid):
     try:
         os.waitpid(pid, os.WNOHANG)

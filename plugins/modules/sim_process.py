@@ -28,6 +28,10 @@ description:
     fails naming who holds it, and starts nothing.
   - The started process gets only C(PATH), C(HOME), C(USER), C(LOGNAME), C(LANG), C(LC_ALL)
     and C(TZ) from the module's environment, plus O(env).
+  - With O(processes), one call brings several processes of O(state_dir) to O(state). Each is
+    checked first (nothing starts when one that runs does not answer), then all that must
+    (re)start are started and waited for together. When one fails, those the call started are
+    stopped again.
 attributes:
   check_mode:
     support: full
@@ -41,9 +45,17 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 options:
   name:
-    description: Name of the process, unique within O(state_dir) (letters, digits, C(.), C(_), C(-)).
+    description:
+      - Name of the process, unique within O(state_dir) (letters, digits, C(.), C(_), C(-)).
+      - Required unless O(processes) is given; O(name), O(argv), O(env), O(chdir), O(log_file),
+        O(spec_files), O(health_url), O(health_ca_file) and O(ports) describe one process.
     type: str
-    required: true
+  processes:
+    description:
+      - Several processes, each with the options that describe one process (O(name) required);
+        O(state), O(state_dir) and the timeouts are shared. Give either O(name) or O(processes).
+    type: list
+    elements: dict
   state:
     description:
       - V(present) runs it (started when not running, restarted when its spec changed).
@@ -116,6 +128,13 @@ EXAMPLES = r"""
     health_url: http://127.0.0.1:30181/healthz
     ports: [30181]
 
+- name: Run two programs in one call (started together, waited for together)
+  gpulab.kai_hami.sim_process:
+    state_dir: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/kai
+    processes:
+      - {name: binder, argv: [/opt/sim-bin/kai-binder], health_url: "http://127.0.0.1:30181/healthz", ports: [30181]}
+      - {name: scheduler, argv: [/opt/sim-bin/kai-scheduler], health_url: "http://127.0.0.1:30182/healthz", ports: [30182]}
+
 - name: Stop it
   gpulab.kai_hami.sim_process:
     name: binder
@@ -126,18 +145,18 @@ EXAMPLES = r"""
 RETURN = r"""
 pid:
   description: The process's pid (null when it is not running).
-  returned: always
+  returned: when O(name) is given
   type: int
   sample: 41235
 action:
   description: What was done (or would be, in check mode).
-  returned: always
+  returned: when O(name) is given
   type: str
   sample: started
   choices: [none, started, restarted, stopped]
 log_file:
   description: The file its output goes to.
-  returned: always
+  returned: when O(name) is given
   type: str
   sample: /root/.cache/gpulab-kai-hami/sim/kai-hami-test/kai/binder.log
 health:
@@ -145,6 +164,13 @@ health:
   returned: when O(health_url) is set and the process runs
   type: str
   sample: http://127.0.0.1:30181/healthz answered 200
+processes:
+  description: With O(processes), each process's C(name), C(pid), C(action), C(log_file) and C(health) (as above), in order.
+  returned: when O(processes) is given
+  type: list
+  elements: dict
+  sample: [{"name": "binder", "pid": 41235, "action": "none", "log_file": "/tmp/kai/binder.log",
+            "health": "http://127.0.0.1:30181/healthz answered 200"}]
 """
 
 import os
@@ -165,31 +191,47 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import
     spec_of,
     start,
     stop,
+    stop_all,
     tail,
     wait_started,
     write_state,
 )
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# What each process has of its own; the other options are shared by all of O(processes).
+PROCESS_OPTIONS = dict(
+    name=dict(type="str"),
+    argv=dict(type="list", elements="str"),
+    env=dict(type="dict", default={}),
+    chdir=dict(type="path"),
+    log_file=dict(type="path"),
+    spec_files=dict(type="list", elements="path", default=[]),
+    health_url=dict(type="str"),
+    health_ca_file=dict(type="path"),
+    ports=dict(type="list", elements="int", default=[]),
+)
+SHARED = ("state", "state_dir", "wait_timeout", "start_grace", "stop_timeout")
 
 
 def argument_spec():
-    return dict(
-        name=dict(type="str", required=True),
+    spec = dict(PROCESS_OPTIONS)
+    spec.update(
+        processes=dict(type="list", elements="dict", options=dict(PROCESS_OPTIONS, name=dict(type="str", required=True))),
         state=dict(type="str", default="present", choices=["present", "restarted", "absent"]),
         state_dir=dict(type="path", required=True),
-        argv=dict(type="list", elements="str"),
-        env=dict(type="dict", default={}),
-        chdir=dict(type="path"),
-        log_file=dict(type="path"),
-        spec_files=dict(type="list", elements="path", default=[]),
-        health_url=dict(type="str"),
-        health_ca_file=dict(type="path"),
-        ports=dict(type="list", elements="int", default=[]),
         wait_timeout=dict(type="int", default=60),
         start_grace=dict(type="float", default=1.0),
         stop_timeout=dict(type="int", default=10),
     )
+    return spec
+
+
+def items_of(params):
+    """One dict per process: its own options and the shared ones."""
+    shared = dict((key, params[key]) for key in SHARED)
+    if params["processes"] is None:
+        return [dict(shared, **dict((key, params[key]) for key in PROCESS_OPTIONS))]
+    return [dict(shared, **item) for item in params["processes"]]
 
 
 def validate(params):
@@ -214,93 +256,181 @@ def validate(params):
     return None
 
 
+def validate_all(params, items):
+    """validate() of each process (named processes[i] in a list), and names unique; the error text or None."""
+    if params["processes"] is None:
+        if not params["name"]:
+            return "one of name or processes is required"
+        return validate(items[0])
+    if not items:
+        return "processes must name at least one process"
+    for option in PROCESS_OPTIONS:
+        if params[option] not in (None, {}, []):
+            return "%s belongs in each entry of processes, not beside it" % option
+    names = [item["name"] for item in items]
+    for index, item in enumerate(items):
+        error = validate(item)
+        if error:
+            return "processes[%d] (%s): %s" % (index, item["name"], error)
+        if item["name"] in names[:index]:
+            return "processes[%d]: the name %r is given twice" % (index, item["name"])
+    return None
+
+
+class Failed(Exception):
+    """A process could not be brought to its state; ``msg`` says which and why."""
+
+
+class Process:
+    """One process of the call: what it is, what runs now, and what was done."""
+
+    def __init__(self, item):
+        self.item = item
+        self.name = item["name"]
+        self.files = paths(item["state_dir"], self.name, item["log_file"])
+        self.pid, self.old_spec = running(item["state_dir"], self.name, item["log_file"])
+        self.result = dict(name=self.name, pid=self.pid, action="none", log_file=self.files["log"])
+        self.new_spec = None
+        self.proc = None
+        self.mark = 0
+
+    def decide(self, check_mode):
+        """Stop it (absent) or check it when it runs as asked; True when it must be (re)started."""
+        item = self.item
+        if item["state"] == "absent":
+            # converge() stops them all at once
+            if self.pid:
+                self.result.update(action="stopped", pid=None)
+            return False
+        self.new_spec = spec_of(item["argv"], environment(item["env"]), item["chdir"] or item["state_dir"], item["spec_files"])
+        same = self.pid is not None and self.old_spec is not None and digest(self.old_spec) == digest(self.new_spec)
+        if same and item["state"] == "present":
+            if item["health_url"]:
+                ok, detail = check_health(item["health_url"], item["health_ca_file"])
+                if not ok:
+                    # Running but not answering: give it the start-up wait, as after a start.
+                    ok, detail = wait_started(self.pid, item["health_url"], item["health_ca_file"], item["wait_timeout"], 0)
+                self.result["health"] = detail
+                if not ok:
+                    raise Failed("%s (pid %d) runs but %s; last lines of %s:\n%s" % (
+                        self.name, self.pid, detail, self.files["log"], tail(self.files["log"])))
+            return False
+        self.result["action"] = "restarted" if self.pid else "started"
+        return True
+
+    def launch(self):
+        """Stop the old process, check its ports and chdir, start the new one (not yet waited for)."""
+        item = self.item
+        if not os.path.isdir(item["state_dir"]):
+            os.makedirs(item["state_dir"], 0o700)
+        if self.pid:
+            try:
+                stop(self.pid, item["stop_timeout"])
+            except SimProcessError as err:
+                raise Failed("%s: %s" % (self.name, err))
+            forget(self.files)
+            self.result["pid"] = None
+        for port in item["ports"]:
+            taken = port_in_use(port)
+            if taken:
+                raise Failed("%s was not started: %s" % (self.name, taken))
+        chdir = self.new_spec["chdir"]
+        if not os.path.isdir(chdir):
+            raise Failed("%s was not started: chdir %s does not exist" % (self.name, chdir))
+        try:
+            self.mark = os.path.getsize(self.files["log"]) if os.path.exists(self.files["log"]) else 0
+            self.proc = start(self.new_spec, self.files["log"])
+        except SimProcessError as err:
+            raise Failed("%s: %s" % (self.name, err))
+        write_state(self.files, self.proc.pid, self.new_spec)
+        self.result["pid"] = self.proc.pid
+
+    def wait(self):
+        """Wait until the started process answers; on failure stop it and raise Failed with its log."""
+        item = self.item
+        ok, detail = wait_started(self.proc, item["health_url"], item["health_ca_file"], item["wait_timeout"], item["start_grace"])
+        if ok:
+            if item["health_url"]:
+                self.result["health"] = detail
+            return
+        self.abandon()
+        raise Failed("%s %s; it was stopped. Last lines of %s:\n%s" % (self.name, detail, self.files["log"], _since(self.files["log"], self.mark)))
+
+    def abandon(self):
+        """Stop a process this call started and forget it."""
+        if self.proc is None:
+            return
+        try:
+            stop(self.proc.pid, self.item["stop_timeout"])
+        except SimProcessError:
+            pass
+        self.proc.poll()
+        forget(self.files)
+        self.proc = None
+        self.result["pid"] = None
+
+
+def converge(processes, check_mode):
+    """Bring every process to its state: stop or check each, then start all that must start and
+    wait for them together. When one fails, those this call started are stopped again."""
+    to_start = [process for process in processes if process.decide(check_mode)]
+    if check_mode:
+        return
+    to_stop = [process for process in processes if process.item["state"] == "absent"]
+    if to_stop:
+        try:
+            stop_all([process.pid for process in to_stop if process.pid], to_stop[0].item["stop_timeout"])
+        except SimProcessError as err:
+            raise Failed(str(err))
+        for process in to_stop:
+            forget(process.files)
+    try:
+        for process in to_start:
+            process.launch()
+        for process in to_start:
+            process.wait()
+    except Failed:
+        for process in to_start:
+            process.abandon()
+        raise
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
-    error = validate(params)
+    items = items_of(params)
+    error = validate_all(params, items)
     if error:
         module.fail_json(msg=error)
 
-    name, state_dir = params["name"], params["state_dir"]
-    files = paths(state_dir, name, params["log_file"])
-    pid, old_spec = running(state_dir, name, params["log_file"])
-    result = dict(changed=False, pid=pid, action="none", log_file=files["log"])
-
-    if params["state"] == "absent":
-        if pid:
-            result.update(changed=True, action="stopped", pid=None)
-            if module._diff:
-                result["diff"] = dict(before=old_spec or {}, after={})
-            if not module.check_mode:
-                try:
-                    stop(pid, params["stop_timeout"])
-                except SimProcessError as err:
-                    module.fail_json(msg="%s: %s" % (name, err), **result)
-        if not module.check_mode:
-            forget(files)
-        module.exit_json(**result)
-
-    chdir = params["chdir"] or state_dir
-    new_spec = spec_of(params["argv"], environment(params["env"]), chdir, params["spec_files"])
-    same = pid is not None and old_spec is not None and digest(old_spec) == digest(new_spec)
-    if same and params["state"] == "present":
-        if params["health_url"]:
-            ok, detail = check_health(params["health_url"], params["health_ca_file"])
-            result["health"] = detail
-            if not ok:
-                # Running but not answering: give it the start-up wait, as after a start.
-                ok, detail = wait_started(pid, params["health_url"], params["health_ca_file"], params["wait_timeout"], 0)
-                result["health"] = detail
-                if not ok:
-                    module.fail_json(
-                        msg="%s (pid %d) runs but %s; last lines of %s:\n%s" % (name, pid, detail, files["log"], tail(files["log"])),
-                        **result
-                    )
-        module.exit_json(**result)
-
-    result.update(changed=True, action="restarted" if pid else "started")
-    if module._diff:
-        result["diff"] = dict(before=old_spec if pid else {}, after=new_spec)
-    if module.check_mode:
-        module.exit_json(**result)
-
-    if not os.path.isdir(state_dir):
-        os.makedirs(state_dir, 0o700)
-    if pid:
-        try:
-            stop(pid, params["stop_timeout"])
-        except SimProcessError as err:
-            module.fail_json(msg="%s: %s" % (name, err), **result)
-        forget(files)
-    for port in params["ports"]:
-        taken = port_in_use(port)
-        if taken:
-            result.update(changed=bool(pid), pid=None)
-            module.fail_json(msg="%s was not started: %s" % (name, taken), **result)
-    if not os.path.isdir(chdir):
-        result.update(pid=None)
-        module.fail_json(msg="%s was not started: chdir %s does not exist" % (name, chdir), **result)
-
+    processes = [Process(item) for item in items]
+    failure = None
     try:
-        mark = os.path.getsize(files["log"]) if os.path.exists(files["log"]) else 0
-        proc = start(new_spec, files["log"])
-    except SimProcessError as err:
-        result.update(pid=None)
-        module.fail_json(msg="%s: %s" % (name, err), **result)
-    write_state(files, proc.pid, new_spec)
-    ok, detail = wait_started(proc, params["health_url"], params["health_ca_file"], params["wait_timeout"], params["start_grace"])
-    if not ok:
-        try:
-            stop(proc.pid, params["stop_timeout"])
-        except SimProcessError:
-            pass
-        proc.poll()
-        forget(files)
-        result.update(pid=None)
-        module.fail_json(msg="%s %s; it was stopped. Last lines of %s:\n%s" % (name, detail, files["log"], _since(files["log"], mark)), **result)
-    result.update(pid=proc.pid)
-    if params["health_url"]:
-        result["health"] = detail
+        converge(processes, module.check_mode)
+    except Failed as err:
+        failure = str(err)
+    results = [process.result for process in processes]
+    changed = any(result["action"] != "none" for result in results)
+    if params["processes"] is None:
+        result = dict(results[0], changed=changed)
+        result.pop("name")
+        diff_of = [(processes[0], result)]
+    else:
+        result = dict(changed=changed, processes=results)
+        diff_of = [(process, process.result) for process in processes]
+    if module._diff and changed:
+        before, after = {}, {}
+        for process, dummy in diff_of:
+            if process.result["action"] == "none":
+                continue
+            key = process.name
+            before[key] = process.old_spec if process.pid else {}
+            after[key] = process.new_spec if process.result["action"] != "stopped" else {}
+        if params["processes"] is None:
+            before, after = before.get(processes[0].name, {}), after.get(processes[0].name, {})
+        result["diff"] = dict(before=before, after=after)
+    if failure:
+        module.fail_json(msg=failure, **result)
     module.exit_json(**result)
 
 

@@ -203,6 +203,50 @@ def test_it_waits_for_the_health_url_and_fails_when_it_never_answers(run, state_
         server.shutdown()
 
 
+def test_processes_start_together_converge_and_one_failure_stops_what_the_call_started(run, state_dir):
+    failing = [sys.executable, "-c", "print('cannot bind'); raise SystemExit(4)"]
+    running_before, dummy = run(sim_process.main, dict(name="kept", state_dir=state_dir, argv=SLEEPER))
+    processes = [dict(name="kept", argv=SLEEPER), dict(name="a", argv=SLEEPER), dict(name="b", argv=SLEEPER + ["b"])]
+    first, code = run(sim_process.main, dict(state_dir=state_dir, processes=processes, start_grace=0.5))
+    assert code == 0 and first["changed"]
+    assert [(p["name"], p["action"]) for p in first["processes"]] == [("kept", "none"), ("a", "started"), ("b", "started")]
+    assert first["processes"][0]["pid"] == running_before["pid"]
+    pids = dict((p["name"], p["pid"]) for p in first["processes"])
+    assert all(sp.is_alive(pid) for pid in pids.values())
+    assert sp.cmdline(pids["b"]) == SLEEPER + ["b"]
+
+    again, dummy = run(sim_process.main, dict(state_dir=state_dir, processes=processes))
+    assert again["changed"] is False and [p["pid"] for p in again["processes"]] == [pids["kept"], pids["a"], pids["b"]]
+
+    # b gets a new spec (restarted), c cannot start: the call stops what it started (b, c), leaves kept and a
+    broken = processes[:2] + [dict(name="b", argv=SLEEPER + ["b2"]), dict(name="c", argv=failing)]
+    result, code = run(sim_process.main, dict(state_dir=state_dir, processes=broken, start_grace=1))
+    assert code == 1 and "c exited with code 4" in result["msg"] and "cannot bind" in result["msg"]
+    by_name = dict((p["name"], p) for p in result["processes"])
+    assert by_name["b"]["pid"] is None and by_name["c"]["pid"] is None
+    assert not sp.is_alive(pids["b"]) and sp.is_alive(pids["kept"]) and sp.is_alive(pids["a"])
+    assert not os.path.exists(os.path.join(state_dir, "b.pid")) and not os.path.exists(os.path.join(state_dir, "c.pid"))
+
+    stopped, dummy = run(sim_process.main, dict(state_dir=state_dir, state="absent", processes=[dict(name=n) for n in ("kept", "a", "b")]))
+    assert [(p["name"], p["action"]) for p in stopped["processes"]] == [("kept", "stopped"), ("a", "stopped"), ("b", "none")]
+    assert not sp.is_alive(pids["kept"]) and not sp.is_alive(pids["a"])
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (dict(), "one of name or processes is required"),
+    (dict(processes=[]), "processes must name at least one process"),
+    (dict(processes=[dict(name="p", argv=["true"])], argv=["true"]), "argv belongs in each entry of processes"),
+    (dict(processes=[dict(name="p", argv=["true"]), dict(name="p", argv=["true"])]), "processes[1]: the name 'p' is given twice"),
+    (dict(processes=[dict(name="p", argv=["true"]), dict(name="q")]), "processes[1] (q): argv is required with state=present"),
+    (dict(processes=[dict(name="p", argv=["true"], ports=[0])]), "processes[0] (p): ports must be TCP ports"),
+    (dict(processes=[dict(argv=["true"])]), "name"),
+])
+def test_sim_process_list_bad_input_starts_nothing(run, state_dir, args, fragment):
+    result, code = run(sim_process.main, dict(args, state_dir=state_dir))
+    assert code == 1 and fragment in result["msg"], result
+    assert not os.path.exists(state_dir)
+
+
 @pytest.mark.parametrize("args, fragment", [
     (dict(name="../x", argv=["true"]), "name '../x' must be letters"),
     (dict(name="p"), "argv is required with state=present"),
