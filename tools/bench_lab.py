@@ -2,7 +2,7 @@
 
 Runs, on a sim cluster of its own: playbooks/lab11.yml from nothing to the report, the same again
 (the idempotent re-run), ``--tags verify`` alone, then playbooks/cleanup.yml. Prints one table:
-seconds per step (role, or claim for the lab11 role's claim tasks) for each run, the totals, the
+seconds per step (role; the lab11 role's claims task, and under it each claim as the report times it) for each run, the totals, the
 changed-task counts, the re-run and verify runs as ratios of the first run, and the reservation
 timeout on a line of its own, beside the time C8 took.
 
@@ -47,7 +47,14 @@ def run(playbook, extra, out, tags=None):
     if done.returncode != 0:
         sys.stderr.write(done.stdout[-4000:] + done.stderr[-2000:])
     with open(out) as handle:
-        return wall, json.load(handle), done.returncode
+        timed = json.load(handle)
+    # each claim's own seconds, from the report the run wrote (lab_claim times each claim)
+    report = os.path.join(extra.get("lab11_report_dir", ""), "claims.json")
+    if os.path.exists(report) and os.path.getmtime(report) >= time.time() - wall - 1:
+        with open(report) as handle:
+            for record in json.load(handle)["claims"]:
+                timed["steps"]["  " + record["id"]] = record.get("seconds", 0.0)
+    return wall, timed, done.returncode
 
 
 PER_CALL_PLAYBOOK = """
@@ -125,7 +132,7 @@ def main():
     first = runs[0][1]
     print("ratio re-run / first run: %.2f; --tags verify / first run: %.2f" % (runs[1][1] / first, runs[2][1] / first))
     print("reservation timeout: %d s (the most KAI's binder waits for a reservation pod); the first run's C8 took %.1f s"
-          % (args.reservation_timeout, runs[0][2]["steps"].get("lab11 C8", 0.0)))
+          % (args.reservation_timeout, runs[0][2]["steps"].get("  C8", 0.0)))
     print("what the runs spend, by kind of task (runs: each loop item and retry; seconds: from each task's start to the next's)")
     for kind, says in (("kubernetes", "module runs to Kubernetes"), ("module", "other module runs"),
                        ("controller", "controller-side tasks")):

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: lab_claim
-short_description: Prove one of Lab 11's claims (C1-C9) from live evidence and return its record
+short_description: Prove Lab 11's claims (C1-C9) from live evidence and return their records
 version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
@@ -17,6 +17,8 @@ description:
   - Reads what claim O(claim) looks at, waits where the claim waits for KAI to act, decides it
     and returns the report's record (RV(record)) with the programs that decided it
     (RV(provenance)) and, on the sim, the processes it depends on (RV(processes)).
+  - With O(claims), one call proves several claims in the order given (one connection, one read
+    of KAI's Deployments for all) and returns their records in RV(records).
   - V(C1) the GPU node's allocatable C(nvidia.com/gpu) is O(lab.gpu_count).
     V(C2) KAI's Deployments (O(kai.workloads)) each have an available replica.
     V(C3) O(lab.queue) exists under O(lab.parent_queue) and the probe pod, which names
@@ -49,9 +51,13 @@ attributes:
     platforms: posix
 options:
   claim:
-    description: The claim to prove.
+    description: The claim to prove. Give either O(claim) or O(claims).
     type: str
-    required: true
+    choices: [C1, C2, C3, C4, C5, C6, C7, C8, C9]
+  claims:
+    description: Claims to prove in one call, in this order (each at most once).
+    type: list
+    elements: str
     choices: [C1, C2, C3, C4, C5, C6, C7, C8, C9]
   lab:
     description: The lab's names and numbers the claims expect (playbooks/lab11.yml's defaults shown).
@@ -177,17 +183,28 @@ EXAMPLES = r"""
 - name: Show its verdict and evidence
   ansible.builtin.debug:
     msg: "{{ c8.record.verdict }}: {{ c8.record.evidence }}"
+
+- name: All of Lab 11's claims in one call
+  gpulab.kai_hami.lab_claim:
+    claims: [C1, C2, C3, C4, C5, C6, C7, C8]
+    lab:
+      gpu_node: lab11-control-plane
+      shared_pods: [{name: gpu-sharing-with-isolation, request_mib: 20480}]
+  register: lab
 """
 
 RETURN = r"""
 record:
   description: The report's record of the claim.
-  returned: always
+  returned: when O(claim) is given
   type: dict
   contains:
     id:
       description: The claim (O(claim)).
       type: str
+    seconds:
+      description: Seconds the claim took to read and decide, its wait included.
+      type: float
     claim:
       description: What it claims.
       type: str
@@ -206,7 +223,12 @@ record:
       elements: str
   sample: {"id": "C8", "claim": "Boundary: shared pod cannot run", "decided_by": "KAI v0.16.0: the binder's events and the reservation app's log",
            "ok": true, "verdict": "holds (expected failure)",
-           "evidence": ["verdict: nvml_unavailable (expected nvml_unavailable), NVML ERROR_LIBRARY_NOT_FOUND"]}
+           "evidence": ["verdict: nvml_unavailable (expected nvml_unavailable), NVML ERROR_LIBRARY_NOT_FOUND"], "seconds": 0.4}
+records:
+  description: The record (as RV(record)) of each claim proved, in the order of O(claims) (or O(claim) alone).
+  returned: always
+  type: list
+  elements: dict
 provenance:
   description: Which programs decided the claims, read from KAI's scheduler and the isolator's webhook Deployments.
   returned: always
@@ -214,16 +236,18 @@ provenance:
   sample: {"kai_version": "v0.16.0", "kai": "KAI v0.16.0 (its own programs, run as local processes on the sim)",
            "isolator": "kai-resource-isolator stand-in", "stand_ins": ["kai-resource-isolator stand-in"]}
 processes:
-  description: The processes of O(state_dirs) the claim depends on, each {name, part, pid, running}.
+  description: The processes of O(state_dirs) the claims depend on, each {name, part, pid, running}.
   returned: always
   type: list
   elements: dict
   sample: [{"name": "kube-apiserver", "part": "cluster", "pid": 4242, "running": true}]
 kube_error:
-  description: The failed Kubernetes call that made the verdict C(error) (its keys are in the notes).
+  description: The (first) failed Kubernetes call that made a verdict C(error) (its keys are in the notes).
   returned: when a Kubernetes call failed
   type: dict
 """
+
+import time
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils import claims
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
@@ -263,7 +287,8 @@ LOG_TAIL = 2000
 def argument_spec():
     spec = auth_argument_spec()
     spec.update(
-        claim=dict(type="str", required=True, choices=CLAIM_IDS),
+        claim=dict(type="str", choices=CLAIM_IDS),
+        claims=dict(type="list", elements="str", choices=CLAIM_IDS),
         lab=dict(type="dict", required=True, options=dict(
             namespace=dict(type="str", default="default"),
             gpu_node=dict(type="str", required=True),
@@ -439,50 +464,78 @@ def origin(service, params):
     return provenance(scheduler, webhook), kai_runs
 
 
-def sim_processes(claim_id, state_dirs):
-    """The processes of ``state_dirs`` the claim depends on (claims.CLAIM_PARTS)."""
+def sim_processes(claim_id, found):
+    """Of the processes ``found`` (processes_in() of each state dir), those the claim depends on (claims.CLAIM_PARTS)."""
     parts = claims.CLAIM_PARTS.get(claim_id, ())
-    found = []
-    for part in sorted(state_dirs):
-        if part in parts:
-            found += processes_in(part, state_dirs[part])
-    return found
+    return [process for process in found if process["part"] in parts]
+
+
+def decide(claim_id, service, params, pods, timeout):
+    """Claim ``claim_id``'s decision (claims.claim_error() when its evidence cannot be read) and the failed call, if any."""
+    try:
+        return getattr(Evidence(service, params, pods, timeout), claim_id.lower())(), None
+    except KubeError as error:
+        return claims.claim_error(str(error)), error.details()
+    except KaiMathError as error:
+        return claims.claim_error("KAI's arithmetic has no answer: %s" % error), None
 
 
 def main():
-    module = build_module(argument_spec=argument_spec(), supports_check_mode=True)
+    module = build_module(argument_spec=argument_spec(), supports_check_mode=True,
+                          mutually_exclusive=[("claim", "claims")], required_one_of=[("claim", "claims")])
     params = module.params
-    claim_id = params["claim"]
+    claim_ids = [params["claim"]] if params["claim"] else params["claims"]
     for part, state_dir in params["state_dirs"].items():
         if not isinstance(state_dir, str) or not state_dir:
             module.fail_json(msg="state_dirs.%s must be a directory's path, got %r" % (part, state_dir))
     if params["wait_timeout"] < 0 or params["wait_sleep"] <= 0:
         module.fail_json(msg="wait_timeout must be 0 or more and wait_sleep more than 0 (got %s and %s)" % (
             params["wait_timeout"], params["wait_sleep"]))
+    if not claim_ids:
+        module.fail_json(msg="claims must name at least one of %s" % ", ".join(CLAIM_IDS))
+    for claim_id in claim_ids:
+        if claim_ids.count(claim_id) > 1:
+            module.fail_json(msg="claims names %s twice" % claim_id)
     try:
         pods = shared_pods(params["lab"]["shared_pods"])
     except ValueError as error:
         module.fail_json(msg=str(error))
-    needed = {"C7": 1, "C8": 1, "C4": 1, "C6": 1, "C9": 2}.get(claim_id, 0)
-    if len(pods) < needed:
-        module.fail_json(msg="%s needs %d shared pod(s) in lab.shared_pods, got %d" % (claim_id, needed, len(pods)))
+    for claim_id in claim_ids:
+        needed = {"C7": 1, "C8": 1, "C4": 1, "C6": 1, "C9": 2}.get(claim_id, 0)
+        if len(pods) < needed:
+            module.fail_json(msg="%s needs %d shared pod(s) in lab.shared_pods, got %d" % (claim_id, needed, len(pods)))
 
-    result = dict(changed=False, provenance=provenance(None, None), processes=sim_processes(claim_id, params["state_dirs"]))
+    found = []
+    for part in sorted(params["state_dirs"]):
+        found += processes_in(part, params["state_dirs"][part])
+    wanted = set(part for claim_id in claim_ids for part in claims.CLAIM_PARTS.get(claim_id, ()))
+    result = dict(changed=False, provenance=provenance(None, None), processes=[p for p in found if p["part"] in wanted], records=[])
+    decisions = {}
     kai_runs = True
     try:
         service = connect(module)
         result["provenance"], kai_runs = origin(service, params)
-        # Waiting for KAI to act is pointless when KAI does not run: decide at once (the record says so).
-        timeout = params["wait_timeout"] if kai_runs else 0
-        decision = getattr(Evidence(service, params, pods, timeout), claim_id.lower())()
     except KubeError as error:
-        decision = claims.claim_error(str(error))
+        # Nothing can be read: every claim is an error with the same cause.
         result["kube_error"] = error.details()
-    except KaiMathError as error:
-        decision = claims.claim_error("KAI's arithmetic has no answer: %s" % error)
-    text = claims.claim_text(claim_id, params["lab"]["expected_boundary"])
-    by = claims.decided_by(claim_id, result["provenance"], params["lab"]["gpu_node"])
-    result["record"] = claims.claim_record(decision, claim_id, text, by, kai_runs, result["processes"])
+        decisions = dict((claim_id, (claims.claim_error(str(error)), 0.0)) for claim_id in claim_ids)
+    # Waiting for KAI to act is pointless when KAI does not run: decide at once (the record says so).
+    timeout = params["wait_timeout"] if kai_runs else 0
+    for claim_id in claim_ids:
+        if claim_id not in decisions:
+            started = time.monotonic()
+            decision, kube_error = decide(claim_id, service, params, pods, timeout)
+            decisions[claim_id] = (decision, time.monotonic() - started)
+            if kube_error and "kube_error" not in result:
+                result["kube_error"] = kube_error
+        decision, seconds = decisions[claim_id]
+        text = claims.claim_text(claim_id, params["lab"]["expected_boundary"])
+        by = claims.decided_by(claim_id, result["provenance"], params["lab"]["gpu_node"])
+        record = claims.claim_record(decision, claim_id, text, by, kai_runs, sim_processes(claim_id, found))
+        record["seconds"] = round(seconds, 1)
+        result["records"].append(record)
+    if params["claim"]:
+        result["record"] = result["records"][0]
     module.exit_json(**result)
 
 

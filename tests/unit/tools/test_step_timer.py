@@ -13,9 +13,10 @@ step_timer = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(step_timer)
 
 
-def test_claim_tasks_count_for_their_claim_and_other_tasks_for_their_role():
-    assert step_timer.step_of("lab11", "C6 wait for a scheduler division line that shows it") == "lab11 C6"
-    assert step_timer.step_of("lab11", "C10 read") == "lab11 C10"
+def test_claim_tasks_count_for_the_claims_and_other_tasks_for_their_role():
+    assert step_timer.step_of("lab11", "Prove the claims (C1-C8)") == "lab11 claims"
+    assert step_timer.step_of("lab11", "C6 wait for a scheduler division line that shows it") == "lab11 claims"
+    assert step_timer.step_of("lab11", "C10 read") == "lab11 claims"
     assert step_timer.step_of("lab11", "Create the lab's pods") == "lab11 workloads and report"
     assert step_timer.step_of("lab11", "CUDA check") == "lab11 workloads and report"
     assert step_timer.step_of("kai_scheduler", "C6 in another role") == "kai_scheduler"
@@ -25,6 +26,7 @@ def test_claim_tasks_count_for_their_claim_and_other_tasks_for_their_role():
 def test_each_action_has_its_kind():
     assert step_timer.kind_of("kubernetes.core.k8s_info") == "kubernetes"
     assert step_timer.kind_of("gpulab.kai_hami.kai_queue") == "kubernetes"
+    assert step_timer.kind_of("gpulab.kai_hami.lab_claim") == "kubernetes"
     assert step_timer.kind_of("gpulab.kai_hami.sim_process") == "module"
     assert step_timer.kind_of("ansible.builtin.command") == "module"
     assert step_timer.kind_of("ansible.builtin.set_fact") == "controller"
@@ -58,7 +60,7 @@ def test_a_run_writes_each_steps_time_and_the_changed_count(tmp_path):
     timed = json.loads(out.read_text())
     assert timed["steps"]["slow"] >= 1.2
     assert timed["steps"]["playbook"] < timed["steps"]["slow"]
-    assert timed["steps"]["lab11 C6"] >= 1.0
+    assert timed["steps"]["lab11 claims"] >= 1.0
     assert timed["steps"]["lab11 workloads and report"] < 1.0
     assert timed["totals"]["localhost"]["changed"] == 1
     # and per task, named by role and task, for the benchmark's slowest-tasks list

@@ -90,9 +90,15 @@ LAB = dict(gpu_node="gpu-0", shared_pods=[dict(name="shared", request_mib=20480)
         (dict(claim="C1", lab=dict(shared_pods=[])), ["missing required arguments: gpu_node", "lab"]),
         (dict(claim="C1", lab=LAB, state_dirs={"cluster": ""}), ["state_dirs.cluster must be a directory's path, got ''"]),
         (dict(claim="C3", lab=LAB, wait_timeout=-1), ["wait_timeout must be 0 or more"]),
+        (dict(lab=LAB), ["one of the following is required: claim, claims"]),
+        (dict(claim="C1", claims=["C2"], lab=LAB), ["parameters are mutually exclusive: claim|claims"]),
+        (dict(claims=[], lab=LAB), ["claims must name at least one of C1, C2"]),
+        (dict(claims=["C1", "C2", "C1"], lab=LAB), ["claims names C1 twice"]),
+        (dict(claims=["C1", "C12"], lab=LAB), ["claims", "C1, C2, C3, C4, C5, C6, C7, C8, C9", "C12"]),
+        (dict(claims=["C1", "C9"], lab=LAB), ["C9 needs 2 shared pod(s) in lab.shared_pods, got 1"]),
     ],
 )
 def test_lab_claim_bad_input(run_module, args, fragments):
     result, code = run_module(lab_claim.main, args)
     assert_clear_failure(result, code, *fragments)
-    assert "record" not in result
+    assert "record" not in result and "records" not in result

@@ -1,0 +1,160 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpulab.kai_hami contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: lab_report
+short_description: Write a lab's report files into one directory in one call
+version_added: 0.1.0
+author:
+  - gpulab.kai_hami contributors (@gpulab)
+description:
+  - Creates O(dir) when missing (its parent must exist) and writes each file of O(files) whose
+    content differs from what is there, each atomically (a reader never sees half a file).
+  - Files of O(dir) not named in O(files) are left alone.
+attributes:
+  check_mode:
+    support: full
+    details: Says which files would be written, and writes nothing.
+  diff_mode:
+    support: full
+    details: Shows each written file's content before and after.
+  platform:
+    platforms: posix
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+options:
+  dir:
+    description: The report directory.
+    type: path
+    required: true
+  files:
+    description: File name (no directory part) to its content.
+    type: dict
+    required: true
+  mode:
+    description: Mode of the files written (the directory, when created, gets C(0755)).
+    type: str
+    default: "0644"
+"""
+
+EXAMPLES = r"""
+- name: Write claims.json and report.md
+  gpulab.kai_hami.lab_report:
+    dir: "{{ playbook_dir }}/lab11-report"
+    files:
+      claims.json: "{{ records | to_nice_json }}"
+      report.md: "{{ lookup('ansible.builtin.template', 'report.md.j2') }}"
+"""
+
+RETURN = r"""
+written:
+  description: The files written (or, in check mode, that would be), by path.
+  returned: always
+  type: list
+  elements: str
+  sample: [/home/user/lab11-report/claims.json]
+files:
+  description: Every file of O(files), by path.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
+
+
+def problems(params):
+    """The error text for bad options or an unwritable directory, or None."""
+    for name, content in params["files"].items():
+        if not name or name in (".", "..") or "/" in name:
+            return "files: %r is not a file name (no directory part, not . or ..)" % name
+        if not isinstance(content, str):
+            return "files.%s must be text, got %s" % (name, type(content).__name__)
+    try:
+        mode = int(params["mode"], 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o7777:
+        return "mode must be an octal file mode such as 0644, got %r" % params["mode"]
+    directory = params["dir"]
+    if os.path.exists(directory):
+        if not os.path.isdir(directory) or not os.access(directory, os.W_OK | os.X_OK):
+            return "dir %s cannot be written (not a directory, or not writable)" % directory
+    else:
+        parent = os.path.dirname(directory.rstrip("/")) or "/"
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+            return "dir %s cannot be created: its parent %s is missing or not writable" % (directory, parent)
+    return None
+
+
+def current(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def write(path, content, mode):
+    """Write ``content`` to ``path`` through a temporary file beside it, then rename."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.chmod(temporary, mode)
+        os.rename(temporary, path)
+    except Exception:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(dir=dict(type="path", required=True), files=dict(type="dict", required=True),
+                           mode=dict(type="str", default="0644")),
+        supports_check_mode=True,
+    )
+    params = module.params
+    error = problems(params)
+    if error:
+        module.fail_json(msg=error)
+    directory, mode = params["dir"], int(params["mode"], 8)
+    paths, written, diffs = [], [], []
+    for name in sorted(params["files"]):
+        path = os.path.join(directory, name)
+        paths.append(path)
+        content = to_bytes(params["files"][name])
+        before = current(path)
+        same_mode = before is not None and (os.stat(path).st_mode & 0o7777) == mode
+        if before == content and same_mode:
+            continue
+        written.append(path)
+        diffs.append(dict(before_header=path, after_header=path,
+                          before=(before or b"").decode("utf-8", "replace"), after=params["files"][name]))
+    if written and not module.check_mode:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        for path in written:
+            try:
+                write(path, to_bytes(params["files"][os.path.basename(path)]), mode)
+            except (IOError, OSError) as err:
+                module.fail_json(msg="cannot write %s: %s" % (path, err), written=written[:written.index(path)], files=paths)
+    result = dict(changed=bool(written), written=written, files=paths)
+    if module._diff:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
