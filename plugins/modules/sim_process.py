@@ -56,6 +56,41 @@ options:
         O(state), O(state_dir) and the timeouts are shared. Give either O(name) or O(processes).
     type: list
     elements: dict
+    suboptions:
+      name:
+        description: As O(name).
+        type: str
+        required: true
+      argv:
+        description: As O(argv).
+        type: list
+        elements: str
+      env:
+        description: As O(env).
+        type: dict
+        default: {}
+      chdir:
+        description: As O(chdir).
+        type: path
+      log_file:
+        description: As O(log_file).
+        type: path
+      spec_files:
+        description: As O(spec_files).
+        type: list
+        elements: path
+        default: []
+      health_url:
+        description: As O(health_url).
+        type: str
+      health_ca_file:
+        description: As O(health_ca_file).
+        type: path
+      ports:
+        description: As O(ports).
+        type: list
+        elements: int
+        default: []
   state:
     description:
       - V(present) runs it (started when not running, restarted when its spec changed).
