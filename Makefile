@@ -28,12 +28,12 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest bench bench-lab requirements clean clean-cache
+.PHONY: actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-test: sanity lint changelog-lint actionlint sim-bin pytest ## Everything: sanity, lint, changelog lint, actionlint, then unit + sim integration tests (last line is pytest's)
+test: sanity lint changelog-lint actionlint sim-bin kai-e2e-gate pytest ## Everything: sanity, lint, changelog lint, actionlint, KAI's e2e gate, then unit + sim integration tests (last line is pytest's)
 
 lab: collections ## Bring Lab 11 up and prove its claims: ansible-playbook playbooks/lab11.yml (auto platform; LAB_ARGS='-e ...')
 	ansible-playbook playbooks/lab11.yml $(LAB_ARGS)
@@ -111,6 +111,12 @@ lab-tests: collections sim-bin ## The lab end to end only: Molecule's sim scenar
 
 bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8s loop (prints figures and ratios)
 	python tools/bench.py
+
+kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/suites.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
+	python tools/kai_e2e.py $(KAI_E2E_ARGS)
+
+kai-e2e-gate: collections sim-bin ## The e2e suites marked gate: true (make test runs them); fails on any failure
+	python tools/kai_e2e.py --gate --report-dir $(CACHE)/kai-e2e-gate
 
 bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary mock_nvml')
 	python tools/bench_lab.py $(BENCH_ARGS)

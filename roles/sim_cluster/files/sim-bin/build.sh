@@ -24,6 +24,9 @@
 #   SIM_BIN_SKIP   skip these binaries (space/comma separated names)
 #   SIM_BIN_FORCE  1 = rebuild even if the cached binary reports the right version
 #   KAI_VERSION    build this row of versions.env's KAI table instead of the first served one
+#   KAI_E2E_SUITES also build these of KAI's own end-to-end suites (packages under KAI's
+#                  test/e2e/suites, e.g. "allocate/quota api/events"; space separated) as Ginkgo
+#                  test binaries, `go test -c`, into <bin dir>/kai-e2e/<suite with / as ->.test
 #
 # Output: one line per binary ("built"/"cached", seconds, peak RSS of the build),
 # then the bin dir on the last line.  Exit status 1 if any binary failed.
@@ -198,7 +201,10 @@ if [[ "${MODE}" == sync ]]; then
             -replace "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}=${KAI_SOURCE_MODULE}@${KAI_VERSION}"
         fi \
      && GOPROXY="${kai_proxy}" go get -modfile="${KAI_MODFILE}" "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}" \
-     && GOPROXY="${kai_proxy}" go mod tidy -modfile="${KAI_MODFILE}")
+     && GOPROXY="${kai_proxy}" go mod tidy -modfile="${KAI_MODFILE}" \
+     && echo "sync kai  -> go.sum lines for the test dependencies of KAI's e2e suites (make kai-e2e)" \
+     && GOPROXY="${kai_proxy}" GOFLAGS=-mod=mod go list -modfile="${KAI_MODFILE}" -e -test -deps \
+          github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/... >/dev/null)
   echo "sync done: review and commit roles/sim_cluster/files/sim-bin/*/go.mod and go.sum"
   exit 0
 fi
@@ -267,7 +273,7 @@ check_wrapper() {
 }
 
 # build_one NAME WRAPPER_DIR PACKAGE EXPECTED_VERSION_LINE LDFLAGS [go build flags...]
-# (CGO_ENABLED comes from BUILD_CGO, default 0.)
+# (CGO_ENABLED comes from BUILD_CGO, default 0; BUILD_TEST=1 builds PACKAGE's test binary, go test -c.)
 build_one() {
   local name="$1" dir="$2" pkg="$3" expect="$4" ldflags="$5"
   shift 5
@@ -282,7 +288,9 @@ build_one() {
   fi
   tmp="${bin}.tmp.$$"
   rm -f "${tmp}"
-  local -a cmd=(env CGO_ENABLED="${BUILD_CGO:-0}" go build -trimpath "${extra[@]}" -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
+  local -a verb=(build); [[ "${BUILD_TEST:-0}" == 1 ]] && verb=(test -c)
+  mkdir -p "$(dirname "${bin}")" "$(dirname "${log}")"
+  local -a cmd=(env CGO_ENABLED="${BUILD_CGO:-0}" go "${verb[@]}" -trimpath "${extra[@]}" -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
   if [[ "${HAVE_TIME}" == 1 ]]; then
     cmd=(/usr/bin/time -f 'SIMBIN_TIME %e %M' -o "${log}.time" "${cmd[@]}")
   fi
@@ -411,6 +419,13 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
         BUILD_CGO=0; [[ "${p}" == resourcereservation ]] && BUILD_CGO=1
         BUILD_CGO="${BUILD_CGO}" build_one "kai-${p}" "${SCRIPT_DIR}/kai" \
           "github.com/kai-scheduler/KAI-scheduler/cmd/${p}" \
+          "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
+      done
+      # KAI's own e2e suites, only when asked (make kai-e2e): one Ginkgo test binary per suite.
+      for suite in ${KAI_E2E_SUITES:-}; do
+        [[ "${suite}" =~ ^[a-z0-9_]+(/[a-z0-9_.]+)*$ ]] || { echo "build.sh: KAI_E2E_SUITES: bad suite ${suite}" >&2; FAILED+=("kai-e2e/${suite}"); continue; }
+        BUILD_TEST=1 build_one "kai-e2e/${suite//\//-}.test" "${SCRIPT_DIR}/kai" \
+          "github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/${suite}" \
           "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
       done
     else
