@@ -125,8 +125,8 @@ def outcomes(junit_path, suite, spec):
         name = case.get("name") or ""
         if not name.startswith("[It]") and case.find("failure") is None and case.find("error") is None:
             continue  # setup nodes (BeforeSuite, ...) count only when they fail
-        status = case.get("status") or ("failed" if case.find("failure") is not None else
-                                         "skipped" if case.find("skipped") is not None else "passed")
+        fallback = "failed" if case.find("failure") is not None else "skipped" if case.find("skipped") is not None else "passed"
+        status = case.get("status") or fallback
         failure = case.find("failure")
         if failure is None:
             failure = case.find("error")
@@ -183,8 +183,8 @@ def write_report(report_dir, records, excluded_suites, meta):
              "| %(passed)d | %(failed)d | %(skipped)d | %(excluded)d | %(ours)d |" % counts, "",
              "| suite | spec | result | class | why |", "|---|---|---|---|---|"]
     for record in records:
-        lines.append("| %s | %s | %s | %s | %s |" % (record["suite"], record["spec"].replace("|", "\\|"), record["status"], record["cls"],
-                                                  (record["reason"] or "").replace("|", "\\|").replace("\n", " ")))
+        why = (record["reason"] or "").replace("|", "\\|").replace("\n", " ")
+        lines.append("| %s | %s | %s | %s | %s |" % (record["suite"], record["spec"].replace("|", "\\|"), record["status"], record["cls"], why))
     lines += ["", "Suites not run:", ""]
     lines += ["- `%s` (%s): %s" % (entry["suite"], entry["class"], entry["reason"]) for entry in excluded_suites]
     failures = [record for record in records if record["status"] == "failed"]
