@@ -322,31 +322,13 @@ def forget(files):
 
 def stop(pid, timeout, clock=time.monotonic, pause=time.sleep):
     """SIGTERM the process's session, SIGKILL it after ``timeout`` s; True when it was running."""
-    if not is_alive(pid):
-        return False
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            # Its own session: the group holds the children it started as well.
-            os.killpg(pid, sig)
-        except OSError:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-        deadline = clock() + (timeout if sig == signal.SIGTERM else 10)
-        while clock() < deadline:
-            _reap(pid)
-            if not is_alive(pid):
-                return True
-            pause(0.1)
-    if is_alive(pid):
-        raise SimProcessError("pid %d did not exit after SIGKILL" % pid)
-    return True
+    return bool(stop_all([pid], timeout, clock, pause))
 
 
 def stop_all(pids, timeout, clock=time.monotonic, pause=time.sleep):
-    """stop() of several processes at once: SIGTERM every session, wait up to ``timeout`` s for
-    all of them, then SIGKILL those left. The pids that were running."""
+    """SIGTERM each process's session (its own session: the group holds the children it started
+    as well), wait up to ``timeout`` s for all of them, then SIGKILL those left. The pids that
+    were running."""
     alive = [pid for pid in pids if is_alive(pid)]
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
         left = [pid for pid in alive if is_alive(pid)]
