@@ -1,4 +1,4 @@
-"""sim_process, sim_ports and sim_tls, run through their main() on this machine (no cluster).
+"""sim_process, sim_ports and sim_tls, run through their main() as local processes (no cluster).
 
 They start real processes and bind real ports; what is asserted is what happened on the
 machine (pids alive or gone, files written, a certificate that verifies), not calls made.
