@@ -1,7 +1,10 @@
-"""The sim_cluster role refuses bad input before it starts anything."""
+"""The sim_cluster role: bad input refused before anything starts; a cluster on loopback only, idempotent,
+its nodes surviving kwok's re-initialization, nothing left after absent."""
 
 import os
 import re
+
+import time
 
 import pytest
 
@@ -45,6 +48,16 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
         assert len(listening) >= 5  # etcd (2), kube-apiserver, kube-controller-manager, kwok
         assert all(address.startswith("127.0.0.1:") for address, pid in listening), listening
 
+        # A node that was not Ready (as the node controller marks it when kwok-controller was gone
+        # longer than the grace period) is initialized again by kwok: it keeps its addresses, or the
+        # API server can read no pod log on it.
+        node = "lifecycle-control-plane"
+        before = node_addresses(variables["sim_cluster_kubeconfig"], node)
+        assert before, "node %s has no addresses" % node
+        mark_not_ready(variables["sim_cluster_kubeconfig"], node)
+        assert wait_ready(variables["sim_cluster_kubeconfig"], node), "kwok did not make node %s Ready again" % node
+        assert node_addresses(variables["sim_cluster_kubeconfig"], node) == before
+
         again = run_playbook(variables)
         assert again.returncode == 0
         assert re.search(r"localhost\s*:.*changed=0\s", again.stdout), again.stdout[-1500:]
@@ -54,3 +67,36 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
     assert not any(os.path.exists("/proc/%d" % pid) for pid in pids)
     assert listeners_of(pids) == []
     assert not os.path.exists(workdir)
+
+
+def nodes_api(kubeconfig):
+    from kubernetes import config, dynamic
+
+    return dynamic.DynamicClient(config.new_client_from_config(config_file=kubeconfig)).resources.get(api_version="v1", kind="Node")
+
+
+def node_addresses(kubeconfig, name):
+    return nodes_api(kubeconfig).get(name=name).to_dict()["status"].get("addresses") or []
+
+
+def ready_status(kubeconfig, name):
+    conditions = nodes_api(kubeconfig).get(name=name).to_dict()["status"].get("conditions") or []
+    return [c["status"] for c in conditions if c["type"] == "Ready"]
+
+
+def mark_not_ready(kubeconfig, name):
+    """What the node controller writes when a node's lease was not renewed in time."""
+    written = nodes_api(kubeconfig).status.patch(
+        name=name, content_type="application/strategic-merge-patch+json",
+        body={"status": {"conditions": [{"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                                         "message": "Kubelet stopped posting node status."}]}}).to_dict()
+    assert [c["status"] for c in written["status"]["conditions"] if c["type"] == "Ready"] == ["Unknown"]
+
+
+def wait_ready(kubeconfig, name, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready_status(kubeconfig, name) == ["True"]:
+            return True
+        time.sleep(0.5)
+    return False
