@@ -28,7 +28,7 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab requirements clean clean-cache
+.PHONY: actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -120,6 +120,9 @@ kai-e2e-gate: collections sim-bin ## The e2e suites marked gate: true (make test
 
 bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary mock_nvml')
 	python tools/bench_lab.py $(BENCH_ARGS)
+
+bench-fleet: collections sim-bin ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs, queues 2:1, fractions through real reservations (BENCH_FLEET_ARGS='--nodes 128')
+	python tools/bench_fleet.py $(BENCH_FLEET_ARGS)
 
 requirements: ## Re-pin requirements/test.txt (with hashes) from requirements/test.in
 	$(BIN)/pip install --quiet pip-tools
