@@ -25,6 +25,7 @@ usage: python tools/bench_fleet.py [--nodes 64] [--groups 64] [--request-mib 200
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -258,17 +259,19 @@ def check_fractions(fleet, namespace, groups, request_mib):
     return problems, dict((node, len(found)) for node, found in uuids.items())
 
 
-def rss_mib(pids):
-    total = 0
+def memory_mib(pids):
+    """(RSS, PSS) of the processes, MiB: RSS counts the pages they share once per process, PSS divides them."""
+    totals = {"Rss:": 0, "Pss:": 0}
     for pid in pids:
         try:
-            with open("/proc/%d/status" % pid) as handle:
+            with open("/proc/%d/smaps_rollup" % pid) as handle:
                 for line in handle:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
+                    field = line.split()
+                    if field and field[0] in totals:
+                        totals[field[0]] += int(field[1])
         except OSError:
             pass
-    return total / 1024.0
+    return totals["Rss:"] / 1024.0, totals["Pss:"] / 1024.0
 
 
 def sim_pids(workdir, under=None):
@@ -324,20 +327,24 @@ def main():
         gpus = args.nodes * 8
         print("queues at scale: %s and %s ask for every GPU ..." % (QUEUE_A, QUEUE_B), flush=True)
         queues = queues_at_scale(fleet, gpus, args.timeout)
-        baseline = rss_mib(sim_pids(fleet.simdir))
+        baseline = memory_mib(sim_pids(fleet.simdir))
         print("fractional fill: %d pods of %d MiB on %d GPU groups ..." % (2 * args.groups, args.request_mib, args.groups), flush=True)
         frac_s, namespace = fractional_fill(fleet, args.groups, args.request_mib, args.timeout)
         problems, per_node = check_fractions(fleet, namespace, args.groups, args.request_mib)
         reservation_dir = os.path.join(fleet.simdir, "kai", "reservations")
         reservation_pids = sim_pids(fleet.simdir, under=reservation_dir)
-        reservation_mib = rss_mib(reservation_pids)
-        whole_mib = rss_mib(sim_pids(fleet.simdir))
+        reservation_mib = memory_mib(reservation_pids)
+        whole_mib = memory_mib(sim_pids(fleet.simdir))
         if frac_s is None:
             problems.insert(0, "not all %d shared pods bound in %d s" % (2 * args.groups, args.timeout))
         failed += problems
     finally:
-        if not args.keep:
+        if args.keep:
+            print("left up: ansible-playbook playbooks/cleanup.yml -e cleanup_cluster_name=%s -e sim_cluster_workdir=%s"
+                  % (fleet.name, fleet.simdir))
+        else:
             fleet.down()
+            shutil.rmtree(workdir, ignore_errors=True)
 
     print()
     print("| nodes | GPUs | cluster up/grown s | KAI fill s | KAI pods/s | kube-scheduler fill s | pods/s | KAI / kube-scheduler |")
@@ -351,17 +358,19 @@ def main():
     print("queues at scale (%d GPUs): quota %s; allocated when full (%s s) and at the end: %s; at quota after %s s"
           % (gpus, queues["quotas"], "%.1f" % queues["full_s"] if queues["full_s"] else "-", queues["reached"],
              "%.1f" % queues["at_quota_s"] if queues["at_quota_s"] else "- (not reached)"))
-    print("fractional fill: %d pods on %d GPU groups (%d nodes) bound in %s s; reservation processes %d, %.0f MiB (%.1f MiB per group); "
-          "the whole sim %.0f MiB (%.0f before the fill)" % (
-              2 * args.groups, args.groups, len(per_node), "%.1f" % frac_s if frac_s else "-", len(reservation_pids), reservation_mib,
-              reservation_mib / max(args.groups, 1), whole_mib, baseline))
+    print("fractional fill: %d pods on %d GPU groups (%d nodes) bound in %s s" % (
+        2 * args.groups, args.groups, len(per_node), "%.1f" % frac_s if frac_s else "-"))
+    print("memory, MiB (RSS / PSS): %d reservation processes %.0f / %.0f (%.1f / %.1f per group); the whole sim %.0f / %.0f "
+          "(%.0f / %.0f before the fill)" % (
+              len(reservation_pids), reservation_mib[0], reservation_mib[1], reservation_mib[0] / args.groups,
+              reservation_mib[1] / args.groups, whole_mib[0], whole_mib[1], baseline[0], baseline[1]))
     for problem in failed:
         print("FAILED: %s" % problem)
     last = rows[-1]
     print("bench-fleet nodes=%d gpus=%d kai_fill_s=%s kube_fill_s=%s ratio=%s frac_pods=%d frac_groups=%d frac_fill_s=%s rss_mib=%d" % (
         last[0], last[1], "%.1f" % last[3] if last[3] else "nan", "%.1f" % last[4] if last[4] else "nan",
         "%.2f" % (last[3] / last[4]) if last[3] and last[4] else "nan", 2 * args.groups, args.groups,
-        "%.1f" % frac_s if frac_s else "nan", whole_mib))
+        "%.1f" % frac_s if frac_s else "nan", whole_mib[0]))
     return 1 if failed else 0
 
 

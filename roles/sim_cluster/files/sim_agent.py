@@ -17,6 +17,11 @@ plays the kubelet for the nodes. This agent ties the two together, through the A
     ``--expose`` makes the program's PORT reachable on the host's 127.0.0.1:HOST_PORT. Its
     output goes to FILE as with ``run``.
 
+``netns-exec --control-fd FD [--reach PORT]... -- PROGRAM ARGS...``
+    Enters a network namespace of its own, hands the listening sockets for the ``--reach``
+    ports to the process that started it (over the Unix socket FD), and becomes PROGRAM
+    (exec): nothing of ours stays beside the program; the starter relays the connections.
+
 ``placeholders --kubeconfig K --health-address 127.0.0.1:P``
     For every pod labelled ``gpulab.kai-hami/stands-for`` (a placeholder Deployment's pod):
     keeps a kwok ``Logs`` object pointing at the process's log file, so ``kubectl logs`` on the
@@ -25,8 +30,10 @@ plays the kubelet for the nodes. This agent ties the two together, through the A
 
 ``reservations --kubeconfig K --program kai-resourcereservation --state-dir D ...``
     For every pod KAI's binder creates in its reservation namespace on a sim node, runs KAI's
-    real reservation app as a local process (like a pod, with ``pod``) with that pod's POD_NAME
-    and POD_NAMESPACE; its output is the pod's log; stops it when the pod goes away.
+    real reservation app as a local process (like a pod: in a network namespace of its own,
+    started through ``netns-exec``, the API server reached through this runner's relay) with
+    that pod's POD_NAME and POD_NAMESPACE; its output is the pod's log; stops it when the pod
+    goes away.
 
 Placeholder pods carry these annotations (set in their Deployment's pod template):
 ``gpulab.kai-hami/log-file`` (the CRI-format log), ``gpulab.kai-hami/health-url`` and
@@ -210,6 +217,79 @@ def _connect(port):
     return conn
 
 
+def reach_loop(listener, port):
+    """Relay every connection accepted inside a namespace to the host's 127.0.0.1:port, until the listener closes."""
+    while True:
+        try:
+            conn, _addr = listener.accept()
+        except OSError:
+            return
+        try:
+            relay(conn, _connect(port))
+        except OSError:
+            conn.close()
+
+
+def exec_in_namespace(control_fd, reach, argv):
+    """Enter a network namespace of its own, hand the ``reach`` listeners over ``control_fd``, become ``argv``.
+
+    Returns only when that fails (the exit code, the reason on stdout).
+    """
+    import socket
+
+    control = socket.socket(fileno=control_fd)
+    try:
+        enter_new_network_namespace()
+        for port in reach:
+            listener = _listen(port)
+            socket.send_fds(control, [b"L%d" % port], [listener.fileno()])
+            listener.close()
+    except (NamespaceError, OSError) as error:
+        say("netns-exec: %s" % error)
+        return 127
+    control.close()
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        say("cannot start %s: %s" % (argv[0], error))
+    return 127
+
+
+def start_in_namespace(argv, env, cwd, reach, log):
+    """Start ``argv`` through ``netns-exec``; relay its ``reach`` listeners and pump its output into ``log`` here.
+
+    Returns (the program's Popen, its listeners: a list filled as they arrive, to shut down when it stops).
+    """
+    import socket
+
+    control, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    command = [sys.executable, os.path.abspath(__file__), "netns-exec", "--control-fd=%d" % child_end.fileno()]
+    command += ["--reach=%d" % port for port in reach] + ["--"] + list(argv)
+    try:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=env, cwd=cwd, pass_fds=(child_end.fileno(),))
+    finally:
+        child_end.close()
+    listeners = []
+
+    def receive():
+        while True:
+            try:
+                message, fds, _flags, _addr = socket.recv_fds(control, 256, 4)
+            except OSError:
+                message, fds = b"", []
+            if not message:
+                control.close()
+                return
+            listener = socket.socket(fileno=fds[0])
+            listeners.append(listener)
+            threading.Thread(target=reach_loop, args=(listener, int(message[1:])), daemon=True).start()
+
+    threading.Thread(target=receive, daemon=True).start()
+    threading.Thread(target=pump, args=(proc.stdout, log), daemon=True).start()
+    return proc, listeners
+
+
 def pod(log_path, reach, expose, argv):
     """Run ``argv`` in a network namespace of its own; relay ``reach`` and ``expose`` ports.
 
@@ -331,14 +411,6 @@ def pod(log_path, reach, expose, argv):
             conn.setblocking(True)
             return conn
         raise OSError(message[1:].decode("utf-8", "replace"))
-
-    def reach_loop(listener, port):
-        while True:
-            conn, _addr = listener.accept()
-            try:
-                relay(conn, _connect(port))
-            except OSError:
-                conn.close()
 
     def expose_loop(listener, port):
         while True:
@@ -545,7 +617,7 @@ class Reservations(object):
     def __init__(self, api, args):
         self.api = api
         self.args = args
-        self.running = {}  # pod uid -> (Popen, pod name, log path, pump thread)
+        self.running = {}  # pod uid -> (Popen, pod name, log path, CriLog, reach listeners)
         self.finished = set()
         self.without_gpu = set()
 
@@ -628,21 +700,20 @@ class Reservations(object):
                         % (meta["namespace"], meta["name"], pod["spec"].get("nodeName")))
                 return
         log_path = os.path.join(self.args.state_dir, "%s.log" % meta["name"])
-        argv = [sys.executable, os.path.abspath(__file__), "pod", "--log", log_path]
-        argv += ["--reach=%d" % port for port in self.args.reach]
-        argv += ["--", self.args.program]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=self.environment(pod, uuid), cwd=self.args.state_dir)
+        log = CriLog(log_path)
+        proc, listeners = start_in_namespace([self.args.program], self.environment(pod, uuid), self.args.state_dir, self.args.reach, log)
         with open(self._pid_file(meta["uid"]), "w") as handle:
             handle.write("%d\n" % proc.pid)
-        self.running[meta["uid"]] = (proc, meta["name"], log_path)
+        self.running[meta["uid"]] = (proc, meta["name"], log_path, log, listeners)
         self.api.ensure_logs(pod, log_path)
         say("reservation pod %s/%s on node %s: started %s (pid %d)%s" % (
             meta["namespace"], meta["name"], pod["spec"].get("nodeName"), os.path.basename(self.args.program), proc.pid,
             ", with the mock NVML library reporting %s" % uuid if uuid else ", with no NVML library on its path"))
 
     def stop(self, uid, reason):
-        proc, name, log_path = self.running.pop(uid)
+        import socket
+
+        proc, name, log_path, log, listeners = self.running.pop(uid)
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -650,6 +721,13 @@ class Reservations(object):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        for listener in listeners:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        log.close()
         for path in (self._pid_file(uid), log_path):
             try:
                 os.unlink(path)
@@ -727,6 +805,11 @@ def parse_args(argv):
     pod_cmd.add_argument("--expose", action="append", default=[], help="HOST_PORT:POD_PORT")
     pod_cmd.add_argument("argv", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
 
+    netns = commands.add_parser("netns-exec", help="enter a network namespace of its own and become a program")
+    netns.add_argument("--control-fd", required=True, type=int, help="Unix socket the reach listeners are handed over")
+    netns.add_argument("--reach", action="append", type=int, default=[], help="host 127.0.0.1 port reachable inside")
+    netns.add_argument("argv", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+
     place = commands.add_parser("placeholders", help="keep placeholder pods' logs and readiness")
     place.add_argument("--kubeconfig", required=True)
     place.add_argument("--health-address", required=True, help="host:port of this agent's /healthz")
@@ -747,7 +830,7 @@ def parse_args(argv):
     res.add_argument("--gpu-memory-mib", type=int, default=40960, help="the GPUs' memory (with --mock-nvml-dir)")
 
     args = parser.parse_args(argv)
-    if args.command in ("run", "pod"):
+    if args.command in ("run", "pod", "netns-exec"):
         args.argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
         if not args.argv:
             parser.error("%s needs -- PROGRAM ARGS..." % args.command)
@@ -778,6 +861,8 @@ def main(argv=None):
         return run(args.log, args.argv)
     if args.command == "pod":
         return pod(args.log, args.reach, args.expose, args.argv)
+    if args.command == "netns-exec":
+        return exec_in_namespace(args.control_fd, args.reach, args.argv)
     if args.command == "placeholders":
         return placeholders(args)
     return reservations(args)

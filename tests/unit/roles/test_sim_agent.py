@@ -99,3 +99,54 @@ def test_a_placeholder_is_ready_only_while_its_process_answers(monkeypatch):
     agent.placeholder_step(api, known)
     assert api.ready == [("dead", False), ("dead", True)]
     assert len(api.logs) == 2  # one Logs object per pod
+
+
+def test_a_program_started_in_a_namespace_reaches_the_host_port_and_binds_its_own(tmp_path):
+    """The reservation apps' way of running: the program is the started process itself (exec, no
+    wrapper beside it), reaches the host's 127.0.0.1:PORT through this process's relay, binds a port
+    the host already uses (its namespace is its own), and its output lands in the CRI log."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    host = socket.socket()
+    host.bind(("127.0.0.1", 0))
+    host.listen(4)
+    port = host.getsockname()[1]
+
+    def answer():
+        conn, _addr = host.accept()
+        conn.sendall(b"from the host")
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    program = ("import os, socket\n"
+               "print('pid', os.getpid(), flush=True)\n"
+               "s = socket.create_connection(('127.0.0.1', %d)); print(s.recv(100).decode(), flush=True)\n"
+               "b = socket.socket(); b.bind(('127.0.0.1', %d)); print('bound', flush=True)\n" % (port, taken.getsockname()[1]))
+    log_path = str(tmp_path / "app.log")
+    log = agent.CriLog(log_path)
+    proc, listeners = agent.start_in_namespace([sys.executable, "-c", program], dict(os.environ), str(tmp_path), [port], log)
+    try:
+        assert proc.wait(timeout=30) == 0
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    finally:
+        host.close()
+        taken.close()
+    deadline = time.monotonic() + 5
+    text = ""
+    while "bound" not in text and time.monotonic() < deadline:
+        with open(log_path) as handle:
+            text = handle.read()
+    assert re.search(r" stdout F from the host\n", text), text
+    assert re.search(r" stdout F bound\n", text), text
+    assert " stdout F pid %d\n" % proc.pid in text, text  # the started process is the program itself
+    assert len(listeners) == 1
+    log.close()
