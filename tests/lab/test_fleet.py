@@ -23,7 +23,7 @@ UUID_ANNOTATION = "run.ai/reserve_for_gpu_index"
 
 
 def memory_limit(request_mib, label_mib):
-    """KAI's arithmetic, written out here: the fraction (label floored to 100 MiB, rounded up to 0.01) times the raw label."""
+    """KAI's arithmetic, written out in the test: the fraction (label floored to 100 MiB, rounded up to 0.01) times the raw label."""
     fraction = math.ceil(request_mib / (label_mib - label_mib % 100) * 100) / 100
     return "%dm" % int(label_mib * fraction)
 

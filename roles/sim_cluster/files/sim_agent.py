@@ -256,7 +256,7 @@ def exec_in_namespace(control_fd, reach, argv):
 
 
 def start_in_namespace(argv, env, cwd, reach, log):
-    """Start ``argv`` through ``netns-exec``; relay its ``reach`` listeners and pump its output into ``log`` here.
+    """Start ``argv`` through ``netns-exec``; relay its ``reach`` listeners and pump its output into ``log``, in this process.
 
     Returns (the program's Popen, its listeners: a list filled as they arrive, to shut down when it stops).
     """
