@@ -230,6 +230,37 @@ def reach_loop(listener, port):
             conn.close()
 
 
+def enter_and_hand_over(control, reach):
+    """Enter a new network namespace and send a listener for each ``reach`` port over ``control`` (``L<port>``)."""
+    import socket
+
+    enter_new_network_namespace()
+    for port in reach:
+        listener = _listen(port)
+        socket.send_fds(control, [b"L%d" % port], [listener.fileno()])
+        listener.close()
+
+
+def receive_handover(control):
+    """One message and its descriptors from the Unix socket ``control``; (b"", []) once it is closed."""
+    import socket
+
+    try:
+        message, fds, _flags, _addr = socket.recv_fds(control, 256, 4)
+    except OSError:
+        return b"", []
+    return message, fds
+
+
+def serve_reach(fd, message):
+    """Relay what a listener handed over as ``L<port>`` accepts to the host's port; returns the listener."""
+    import socket
+
+    listener = socket.socket(fileno=fd)
+    threading.Thread(target=reach_loop, args=(listener, int(message[1:])), daemon=True).start()
+    return listener
+
+
 def exec_in_namespace(control_fd, reach, argv):
     """Enter a network namespace of its own, hand the ``reach`` listeners over ``control_fd``, become ``argv``.
 
@@ -239,11 +270,7 @@ def exec_in_namespace(control_fd, reach, argv):
 
     control = socket.socket(fileno=control_fd)
     try:
-        enter_new_network_namespace()
-        for port in reach:
-            listener = _listen(port)
-            socket.send_fds(control, [b"L%d" % port], [listener.fileno()])
-            listener.close()
+        enter_and_hand_over(control, reach)
     except (NamespaceError, OSError) as error:
         say("netns-exec: %s" % error)
         return 127
@@ -274,16 +301,11 @@ def start_in_namespace(argv, env, cwd, reach, log):
 
     def receive():
         while True:
-            try:
-                message, fds, _flags, _addr = socket.recv_fds(control, 256, 4)
-            except OSError:
-                message, fds = b"", []
+            message, fds = receive_handover(control)
             if not message:
                 control.close()
                 return
-            listener = socket.socket(fileno=fds[0])
-            listeners.append(listener)
-            threading.Thread(target=reach_loop, args=(listener, int(message[1:])), daemon=True).start()
+            listeners.append(serve_reach(fds[0], message))
 
     threading.Thread(target=receive, daemon=True).start()
     threading.Thread(target=pump, args=(proc.stdout, log), daemon=True).start()
@@ -310,11 +332,7 @@ def pod(log_path, reach, expose, argv):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
-            enter_new_network_namespace()
-            for port in reach:
-                listener = _listen(port)
-                socket.send_fds(child_end, [b"L%d" % port], [listener.fileno()])
-                listener.close()
+            enter_and_hand_over(child_end, reach)
         except (NamespaceError, OSError) as error:
             os.write(out_write, ("pod: %s\n" % error).encode())
             child_end.send(b"X127")
@@ -375,17 +393,13 @@ def pod(log_path, reach, expose, argv):
 
     def from_helper():
         while True:
-            try:
-                message, fds, _flags, _addr = socket.recv_fds(control, 256, 4)
-            except OSError:
-                message, fds = b"", []
+            message, fds = receive_handover(control)
             if not message:
                 done.set()
                 return
             kind = message[:1]
             if kind == b"L":
-                listener = socket.socket(fileno=fds[0])
-                threading.Thread(target=reach_loop, args=(listener, int(message[1:])), daemon=True).start()
+                serve_reach(fds[0], message)
             elif kind == b"G":
                 state["program"] = int(message[1:])
             elif kind == b"X":
