@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -73,8 +74,6 @@ class Fleet(object):
         return ["%s-gpu-%03d" % (self.name, n) for n in range(1, count + 1)]
 
     def _play(self, extra):
-        import subprocess
-
         argv = [os.path.join(BIN, "ansible-playbook"), self.playbook, "-e", json.dumps(extra)]
         env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), ANSIBLE_NOCOLOR="1")
         started = time.monotonic()
