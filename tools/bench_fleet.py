@@ -52,6 +52,12 @@ def gpu_queue(name, quota, parent="fleet-root"):
     return {"name": name, "parent_queue": parent, "resources": {"gpu": {"quota": quota, "limit": -1, "over_quota_weight": 1}}}
 
 
+def queue_quotas(gpus):
+    """The two queues' GPU quotas: 2:1 of the cluster's GPUs."""
+    quota_a = (2 * gpus) // 3
+    return {QUEUE_A: quota_a, QUEUE_B: gpus - quota_a}
+
+
 class Fleet(object):
     """One sim cluster with KAI, kube-scheduler and the mock NVML library, in a work dir of its own."""
 
@@ -61,13 +67,12 @@ class Fleet(object):
         self.kubeconfig = os.path.join(workdir, "kubeconfig")
         self.simdir = os.path.join(workdir, "sim")
         self.playbook = os.path.join(workdir, "fleet.yml")
-        self.nodes = 0
         self._core = None
         with open(self.playbook, "w") as handle:
             json.dump([{"name": "A sim fleet", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
                 {"name": "The sim cluster", "ansible.builtin.include_role": {"name": "gpulab.kai_hami.sim_cluster"}},
                 {"name": "KAI", "ansible.builtin.include_role": {"name": "gpulab.kai_hami.sim_kai"},
-                 "when": "fleet_with_kai | bool and sim_cluster_state == 'present'"},
+                 "when": "sim_cluster_state == 'present'"},
             ]}], handle)
 
     def node_names(self, count):
@@ -82,21 +87,18 @@ class Fleet(object):
             raise RuntimeError("ansible-playbook failed:\n%s%s" % (done.stdout[-5000:], done.stderr[-2000:]))
         return time.monotonic() - started
 
-    def up(self, nodes, gpus_total=None, with_kai=True):
+    def up(self, nodes):
         """Bring the cluster up with `nodes` GPU nodes, or grow it to that many; KAI and its queues with it."""
-        self.nodes = nodes
-        total = gpus_total if gpus_total is not None else nodes * 8
-        quota_a = (2 * total) // 3
         queues = [{"name": "fleet-root", "resources": {"gpu": {"quota": -1, "limit": -1, "over_quota_weight": 1}}},
-                  gpu_queue(FILL_QUEUE, 0), gpu_queue(QUEUE_A, quota_a), gpu_queue(QUEUE_B, total - quota_a)]
+                  gpu_queue(FILL_QUEUE, 0)] + [gpu_queue(name, quota) for name, quota in sorted(queue_quotas(nodes * 8).items())]
         return self._play(dict(
             sim_cluster_state="present", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,
             sim_cluster_kubeconfig=self.kubeconfig, sim_cluster_gpu_profile=PROFILE, sim_cluster_nodes=self.node_names(nodes),
-            sim_cluster_kube_scheduler=True, sim_kai_mock_nvml=True, sim_kai_queues=queues, fleet_with_kai=with_kai))
+            sim_cluster_kube_scheduler=True, sim_kai_mock_nvml=True, sim_kai_queues=queues))
 
     def down(self):
         return self._play(dict(sim_cluster_state="absent", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,
-                               sim_cluster_kubeconfig=self.kubeconfig, fleet_with_kai=False))
+                               sim_cluster_kubeconfig=self.kubeconfig))
 
     # --- the API ---------------------------------------------------------------------------
 
@@ -185,8 +187,7 @@ def queues_at_scale(fleet, gpus, timeout):
     """Both queues ask for every GPU: what each got against its quota, and when."""
     namespace = "fleet-queues"
     fleet.namespace(namespace)
-    quota_a = (2 * gpus) // 3
-    quotas = {QUEUE_A: quota_a, QUEUE_B: gpus - quota_a}
+    quotas = queue_quotas(gpus)
     manifests = []
     for i in range(gpus):  # interleaved, as two teams submitting at once
         for queue in (QUEUE_A, QUEUE_B):
