@@ -37,8 +37,9 @@ def test_bad_input_fails_before_anything_starts(tmp_path, variables, message):
 
 def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
     workdir = str(tmp_path / "sim")
+    # kwok's Stages as KAI's own e2e suites want them: all of kwok's defaults but pod-complete.
     variables = dict(sim_cluster_name="lifecycle", sim_cluster_workdir=workdir,
-                     sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"))
+                     sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"), sim_cluster_pods_complete=False)
     up = run_playbook(variables)
     try:
         assert up.returncode == 0, up.stdout[-3000:]
@@ -58,6 +59,10 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
         assert wait_ready(variables["sim_cluster_kubeconfig"], node), "kwok did not make node %s Ready again" % node
         assert node_addresses(variables["sim_cluster_kubeconfig"], node) == before
 
+        # Without pod-complete a Job's pod stays Running (on the shared cluster, with kwok's
+        # defaults, it is Succeeded at once: test_a_jobs_pod_completes_at_once_with_kwoks_defaults).
+        assert job_pod_phase(variables["sim_cluster_kubeconfig"], node) == "Running"
+
         again = run_playbook(variables)
         assert again.returncode == 0
         assert re.search(r"localhost\s*:.*changed=0\s", again.stdout), again.stdout[-1500:]
@@ -67,6 +72,36 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
     assert not any(os.path.exists("/proc/%d" % pid) for pid in pids)
     assert listeners_of(pids) == []
     assert not os.path.exists(workdir)
+
+
+def test_a_jobs_pod_completes_at_once_with_kwoks_defaults(sim_cluster):
+    assert job_pod_phase(sim_cluster["sim_cluster_kubeconfig"], sim_cluster["gpu_node"]) == "Succeeded"
+
+
+def job_pod_phase(kubeconfig, node, settle=5.0, timeout=60):
+    """The phase of a Job's pod placed on node, settle seconds after kwok first made it Running or Succeeded."""
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=kubeconfig)
+    name = "job-%d" % int(time.time() * 1000)
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"backoffLimit": 0, "template": {"spec": {
+               "nodeName": node, "restartPolicy": "Never",
+               "tolerations": [{"operator": "Exists"}],
+               "containers": [{"name": "sleep", "image": "busybox", "command": ["sleep", "3600"]}]}}}}
+    client.BatchV1Api(api).create_namespaced_job("default", job)
+    pods = client.CoreV1Api(api)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = pods.list_namespaced_pod("default", label_selector="job-name=%s" % name).items
+            if found and found[0].status.phase in ("Running", "Succeeded"):
+                time.sleep(settle)
+                return pods.read_namespaced_pod(found[0].metadata.name, "default").status.phase
+            time.sleep(0.5)
+        return None
+    finally:
+        client.BatchV1Api(api).delete_namespaced_job(name, "default", propagation_policy="Background")
 
 
 def nodes_api(kubeconfig):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the binaries of the offline Kubernetes control plane used by the simulator
-# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl,
+# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl, kwok-stages,
 # kai-crds) and KAI-scheduler's programs (kai-scheduler, kai-binder, kai-admission,
 # kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation)
 # from Go modules only, and our mock NVML library (mock-nvml/libnvidia-ml.so.1, from C),
@@ -25,8 +25,9 @@
 #   SIM_BIN_FORCE  1 = rebuild even if the cached binary reports the right version
 #   KAI_VERSION    build this row of versions.env's KAI table instead of the first served one
 #   KAI_E2E_SUITES also build these of KAI's own end-to-end suites (packages under KAI's
-#                  test/e2e/suites, e.g. "allocate/quota api/events"; space separated) as Ginkgo
-#                  test binaries, `go test -c`, into <bin dir>/kai-e2e/<suite with / as ->.test
+#                  test/e2e/suites, e.g. "allocate/quota api/events", and "scale" for test/e2e/scale;
+#                  space separated) as Ginkgo test binaries, `go test -c`, into
+#                  <bin dir>/kai-e2e/<suite with / as ->.test
 #
 # Output: one line per binary ("built"/"cached", seconds, peak RSS of the build),
 # then the bin dir on the last line.  Exit status 1 if any binary failed.
@@ -204,7 +205,7 @@ if [[ "${MODE}" == sync ]]; then
      && GOPROXY="${kai_proxy}" go mod tidy -modfile="${KAI_MODFILE}" \
      && echo "sync kai  -> go.sum lines for the test dependencies of KAI's e2e suites (make kai-e2e)" \
      && GOPROXY="${kai_proxy}" GOFLAGS=-mod=mod go list -modfile="${KAI_MODFILE}" -e -test -deps \
-          github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/... >/dev/null)
+          github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/... github.com/kai-scheduler/KAI-scheduler/test/e2e/scale >/dev/null)
   echo "sync done: review and commit roles/sim_cluster/files/sim-bin/*/go.mod and go.sum"
   exit 0
 fi
@@ -359,7 +360,7 @@ if selected etcd; then
 fi
 
 # --- kwok, kwokctl ----------------------------------------------------------
-if selected kwok || selected kwokctl; then
+if selected kwok || selected kwokctl || selected kwok-stages; then
   # KubeVersion is only kwokctl's default when nothing else says otherwise;
   # point it at our Kubernetes version as kwok's release builds do.
   KWOK_LDFLAGS="-s -w -X sigs.k8s.io/kwok/pkg/consts.KubeVersion=${K8S_VERSION#v}"
@@ -368,9 +369,14 @@ if selected kwok || selected kwokctl; then
       "kwok version ${KWOK_VERSION}" "${KWOK_LDFLAGS}"
     build_one kwokctl "${SCRIPT_DIR}/kwok" sigs.k8s.io/kwok/cmd/kwokctl \
       "kwokctl version ${KWOK_VERSION}" "${KWOK_LDFLAGS}"
+    # Ours: rebuilt when its source changes (the version line names the source's hash).
+    stages_sha="$(sha256sum "${SCRIPT_DIR}/kwok/cmd/kwok-stages/main.go" | cut -c1-12)"
+    build_one kwok-stages "${SCRIPT_DIR}/kwok" ./cmd/kwok-stages \
+      "kwok-stages sigs.k8s.io/kwok ${KWOK_VERSION} source ${stages_sha}" "-s -w -X main.source=${stages_sha}"
   else
     selected kwok && FAILED+=(kwok)
     selected kwokctl && FAILED+=(kwokctl)
+    selected kwok-stages && FAILED+=(kwok-stages)
   fi
 fi
 
@@ -424,8 +430,10 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
       # KAI's own e2e suites, only when asked (make kai-e2e): one Ginkgo test binary per suite.
       for suite in ${KAI_E2E_SUITES:-}; do
         [[ "${suite}" =~ ^[a-z0-9_]+(/[a-z0-9_.]+)*$ ]] || { echo "build.sh: KAI_E2E_SUITES: bad suite ${suite}" >&2; FAILED+=("kai-e2e/${suite}"); continue; }
-        BUILD_TEST=1 build_one "kai-e2e/${suite//\//-}.test" "${SCRIPT_DIR}/kai" \
-          "github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/${suite}" \
+        # A suite is named by its path under test/e2e/suites; the scale suite, test/e2e/scale, as "scale".
+        pkg="github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/${suite}"
+        [[ "${suite}" == scale ]] && pkg="github.com/kai-scheduler/KAI-scheduler/test/e2e/scale"
+        BUILD_TEST=1 build_one "kai-e2e/${suite//\//-}.test" "${SCRIPT_DIR}/kai" "${pkg}" \
           "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
       done
     else
