@@ -112,10 +112,10 @@ lab-tests: collections sim-bin ## The lab end to end only: Molecule's sim scenar
 bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8s loop (prints figures and ratios)
 	python tools/bench.py
 
-kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/suites.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
+kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/kai-<version>.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
 	python tools/kai_e2e.py $(KAI_E2E_ARGS)
 
-kai-e2e-gate: collections sim-bin ## The e2e suites marked gate: true (make test runs them); fails on any failure
+kai-e2e-gate: collections sim-bin ## The e2e suites with gate: counts (make test runs them); fails on any failure or other passed/skipped counts
 	python tools/kai_e2e.py --gate --report-dir $(CACHE)/kai-e2e-gate
 
 bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary mock_nvml')
