@@ -13,7 +13,8 @@ ends in exactly one class:
   source;
 - ``excluded``: the list leaves it out (a label, a name, or its whole suite), with the reason;
 - ``not_run``: its suite's test binary was not built or could not list its specs (one record
-  for the suite, its specs unknown).
+  for the suite, its specs unknown); or, classifying an earlier run's report again, that run's list
+  left the spec out and the list no longer does.
 
 Failures carry a class of the list: ``sim_limit``, ``kai_<version>`` or ``ours`` (any failure the
 list does not know). Used by tools/kai_e2e.py; tested on recorded JUnit reports.
@@ -135,6 +136,20 @@ def test_cases(junit_path):
     return cases
 
 
+def left_out_by_run(junit_path):
+    """A test of whether the run that wrote a JUnit report left a spec out itself: its skip strings
+    and the labels its label filter drops (Ginkgo records both among the report's properties)."""
+    properties = dict((item.get("name"), item.get("value") or "") for item in ET.parse(junit_path).getroot().iter("property"))
+    skip = properties.get("SkipStrings") or ""
+    dropped = set(re.findall(r"!\s*([A-Za-z0-9_.-]+)", properties.get("LabelFilter") or ""))
+
+    def left_out(name):
+        labels = re.findall(r"\[([^\]]+)\]\s*$", name)
+        carried = set(label.strip() for group in labels for label in group.split(","))
+        return bool(carried & dropped) or bool(skip and re.search(skip, name))
+    return left_out
+
+
 def inventory(junit_path):
     """The spec names of a suite's dry-run JUnit report (every spec, in Ginkgo's order)."""
     return [name for leaf, name, _, _, _, _ in test_cases(junit_path) if leaf == "It"]
@@ -173,6 +188,7 @@ def outcomes(junit_path, suite, spec, specs=None):
             return [record(suite, "(every spec of the suite)", "not_run", reason=why)], []
         return [record(suite, name, "failed", "ours", why) for name in specs], []
     found, setup, cause = [], [], None
+    left_out = left_out_by_run(junit_path)
     for leaf, name, state, message, seconds, detail in test_cases(junit_path):
         full = (message + "\n" + detail).strip()
         if state in FAILED_STATES:
@@ -194,6 +210,10 @@ def outcomes(junit_path, suite, spec, specs=None):
             exclusion = exclusion_of(name, suite, spec)
             if exclusion and not said:
                 found.append(record(suite, name, "excluded", exclusion["class"], exclusion["reason"]))
+            elif not said and left_out(name):
+                # an earlier run's report (--reclassify): that run's list left the spec out, this one does not
+                found.append(record(suite, name, "not_run", reason="the run that wrote this report left it out "
+                                    "(its skip strings or label filter); the list runs it now: run the suite again"))
             elif said and said not in COLLATERAL_MESSAGES:
                 found.append(record(suite, name, "skipped", reason=said))
             else:

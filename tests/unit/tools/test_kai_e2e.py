@@ -3,6 +3,7 @@ failures of their cause, the gate's counts asserted, the list keyed to a KAI ver
 
 import importlib.util
 import os
+from xml.sax.saxutils import quoteattr
 
 import pytest
 import yaml
@@ -33,10 +34,11 @@ def failure(message, kind="failed"):
     return '<failure message="%s" type="%s">at spec.go:10</failure>' % (message, kind)
 
 
-def junit(tmp_path, *cases, name="r.xml"):
+def junit(tmp_path, *cases, name="r.xml", properties=None):
     path = tmp_path / name
-    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="S">\n%s  </testsuite>\n</testsuites>\n'
-                    % "".join(cases))
+    props = "".join('<property name="%s" value=%s></property>' % (key, quoteattr(value)) for key, value in (properties or {}).items())
+    path.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n  <testsuite name="S">\n    <properties>%s</properties>\n'
+                    '%s  </testsuite>\n</testsuites>\n' % (props, "".join(cases)))
     return str(path)
 
 
@@ -130,6 +132,18 @@ def test_a_failed_before_suite_is_the_cause_of_every_skip_and_is_counted_in_ours
     assert [item["cause"] for item in records] == ["[BeforeSuite]", "[BeforeSuite]"]
     assert [item["spec"] for item in setup] == ["[BeforeSuite]"]
     assert report.totals(records, setup) == dict(passed=0, failed=2, skipped=0, excluded=0, not_run=0, ours=3, total=2)
+
+
+def test_a_spec_an_earlier_run_left_out_and_the_list_now_runs_is_not_run_not_a_failure(tmp_path):
+    earlier = junit(tmp_path, case("[It] Reclaim DRA elastic (DRA)", "skipped", skipped("skipped")),
+                    case("[It] needs a scale cluster [scale]", "skipped", skipped("skipped")),
+                    properties={"SkipStrings": "(DRA)", "LabelFilter": "!operated && !scale"})
+    records, _ = report.outcomes(earlier, dict(SUITE, skip=[]), dict(LIST, label_exclusions={}))
+    assert [item["status"] for item in records] == ["not_run", "not_run"]
+    # the same report without the run's filters: nothing left them out, so Ginkgo skipped them after a failure
+    bare = junit(tmp_path, case("[It] Reclaim DRA elastic (DRA)", "skipped", skipped("skipped")), name="bare.xml")
+    (item,), _ = report.outcomes(bare, dict(SUITE, skip=[]), LIST)
+    assert item["status"] == "failed"
 
 
 def test_a_suite_without_a_report_fails_every_spec_its_dry_run_listed(tmp_path):
