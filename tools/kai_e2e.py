@@ -181,7 +181,7 @@ def main():
     if args.reclassify:
         return reclassify(args.report_dir)
 
-    bin_dir, build_s, _ = build([])
+    bin_dir, build_s = build([])[:2]
     version = kai_version(bin_dir)
     try:
         spec = report.load(report.list_path(version))

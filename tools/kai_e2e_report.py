@@ -93,7 +93,7 @@ def module_suites(module_dir):
     if not os.path.isdir(e2e):
         raise ValueError("%s has no test/e2e directory" % module_dir)
     found = []
-    for folder, _, files in os.walk(e2e):
+    for folder, _subfolders, files in os.walk(e2e):
         tests = [name for name in files if name.endswith("_test.go")]
         if any("RunSpecs(" in open(os.path.join(folder, name), errors="replace").read() for name in tests):
             relative = os.path.relpath(folder, e2e).replace(os.sep, "/")
@@ -152,7 +152,7 @@ def left_out_by_run(junit_path):
 
 def inventory(junit_path):
     """The spec names of a suite's dry-run JUnit report (every spec, in Ginkgo's order)."""
-    return [name for leaf, name, _, _, _, _ in test_cases(junit_path) if leaf == "It"]
+    return [case[1] for case in test_cases(junit_path) if case[0] == "It"]
 
 
 def exclusion_of(name, suite, spec):
@@ -288,11 +288,12 @@ def write_report(report_dir, records, setup, meta):
     per_suite = {}
     for item in records:
         per_suite.setdefault(item["suite"], []).append(item)
-    lines = ["# KAI's own e2e suites on the sim", "",
-             "KAI %s, %s; Ginkgo seed %d; %s. Built in %.0f s, cluster up in %.0f s, suites run in %.0f s, peak memory in use "
-             "%d MiB (%d MiB before the cluster). Specs in the suites counted: %d (each suite's test binary lists its specs "
-             "with --ginkgo.dry-run)." % (meta["kai_version"], meta["cluster"], meta["seed"], meta["date"], meta["build_s"],
-                                        meta["cluster_s"], meta["run_s"], meta["peak_mib"], meta["baseline_mib"], counts["total"]),
+    heading = "KAI %s, %s; Ginkgo seed %d; %s; counting %s. " % (
+        meta["kai_version"], meta["cluster"], meta["seed"], meta["date"], meta["scope"])
+    heading += "Built in %.0f s, cluster up in %.0f s, suites run in %.0f s, peak memory in use %d MiB (%d MiB before the cluster). " % (
+        meta["build_s"], meta["cluster_s"], meta["run_s"], meta["peak_mib"], meta["baseline_mib"])
+    heading += "Specs counted: %d (each suite's test binary lists its specs with --ginkgo.dry-run)." % counts["total"]
+    lines = ["# KAI's own e2e suites on the sim", "", heading,
              "", "| passed | failed | skipped | excluded | not run | failures of class ours | total |", "|---|---|---|---|---|---|---|",
              "| %(passed)d | %(failed)d | %(skipped)d | %(excluded)d | %(not_run)d | %(ours)d | %(total)d |" % counts, "",
              "| suite | passed | failed | skipped | excluded | not run | ours | total |", "|---|---|---|---|---|---|---|---|"]

@@ -93,7 +93,7 @@ def test_a_collateral_skip_is_a_failure_of_the_spec_that_caused_it(tmp_path):
                  case("[It] reclaim maintain over-quota weight proportion", "timedout", failure("A suite timeout occurred", "timedout")),
                  case("[It] after the timeout", "skipped", skipped("skipped")),
                  case("[It] a later filtered spec [operated]", "skipped", skipped("skipped")))
-    records, _ = report.outcomes(path, SUITE, LIST)
+    records = report.outcomes(path, SUITE, LIST)[0]
     found = by_spec(records)
     second = found["[It] Ordered second step"]
     assert (second["status"], second["cls"], second["cause"]) == ("failed", "ours", "[It] Ordered first step")
@@ -109,7 +109,7 @@ def test_a_collateral_skip_takes_the_class_of_its_cause(tmp_path):
                  case("[It] known bug", "failed", failure("x")),
                  case("[It] next in the ordered container", "skipped",
                       skipped("skipped - Spec skipped because an earlier spec in an ordered container failed")))
-    records, _ = report.outcomes(path, SUITE, LIST)
+    records = report.outcomes(path, SUITE, LIST)[0]
     assert [(item["status"], item["cls"]) for item in records] == [("failed", "kai_v0.16.0"), ("failed", "kai_v0.16.0")]
     assert report.totals(records)["ours"] == 0
 
@@ -118,7 +118,7 @@ def test_an_aborted_spec_is_a_failure_and_the_specs_after_it_are_its_collateral(
     path = junit(tmp_path,
                  case("[It] aborts the suite", "aborted", failure("cluster unusable", "aborted")),
                  case("[It] never ran", "skipped", skipped("skipped")))
-    records, _ = report.outcomes(path, SUITE, LIST)
+    records = report.outcomes(path, SUITE, LIST)[0]
     assert [(item["status"], item["cause"]) for item in records] == [("failed", ""), ("failed", "[It] aborts the suite")]
     assert report.totals(records) == dict(passed=0, failed=2, skipped=0, excluded=0, not_run=0, ours=2, total=2)
 
@@ -138,24 +138,24 @@ def test_a_spec_an_earlier_run_left_out_and_the_list_now_runs_is_not_run_not_a_f
     earlier = junit(tmp_path, case("[It] Reclaim DRA elastic (DRA)", "skipped", skipped("skipped")),
                     case("[It] needs a scale cluster [scale]", "skipped", skipped("skipped")),
                     properties={"SkipStrings": "(DRA)", "LabelFilter": "!operated && !scale"})
-    records, _ = report.outcomes(earlier, dict(SUITE, skip=[]), dict(LIST, label_exclusions={}))
+    records = report.outcomes(earlier, dict(SUITE, skip=[]), dict(LIST, label_exclusions={}))[0]
     assert [item["status"] for item in records] == ["not_run", "not_run"]
     # the same report without the run's filters: nothing left them out, so Ginkgo skipped them after a failure
     bare = junit(tmp_path, case("[It] Reclaim DRA elastic (DRA)", "skipped", skipped("skipped")), name="bare.xml")
-    (item,), _ = report.outcomes(bare, dict(SUITE, skip=[]), LIST)
+    (item,) = report.outcomes(bare, dict(SUITE, skip=[]), LIST)[0]
     assert item["status"] == "failed"
 
 
 def test_a_suite_without_a_report_fails_every_spec_its_dry_run_listed(tmp_path):
-    records, _ = report.outcomes(str(tmp_path / "missing.xml"), SUITE, LIST, specs=["[It] a", "[It] b"])
+    records = report.outcomes(str(tmp_path / "missing.xml"), SUITE, LIST, specs=["[It] a", "[It] b"])[0]
     assert [(item["status"], item["cls"]) for item in records] == [("failed", "ours")] * 2
-    (unlisted,), _ = report.outcomes(str(tmp_path / "missing.xml"), SUITE, LIST)
+    (unlisted,) = report.outcomes(str(tmp_path / "missing.xml"), SUITE, LIST)[0]
     assert unlisted["status"] == "not_run"
 
 
 def test_a_spec_the_dry_run_listed_but_the_report_lacks_is_a_failure(tmp_path):
     path = junit(tmp_path, case("[It] a", "passed"))
-    records, _ = report.outcomes(path, SUITE, LIST, specs=["[It] a", "[It] b"])
+    records = report.outcomes(path, SUITE, LIST, specs=["[It] a", "[It] b"])[0]
     assert [(item["spec"], item["status"]) for item in records] == [("[It] a", "passed"), ("[It] b", "failed")]
 
 
@@ -173,11 +173,11 @@ def test_a_missing_suite_is_counted_not_run_and_an_excluded_one_spec_by_spec(tmp
 
 def test_the_gate_fails_when_its_gpu_specs_skip_themselves(tmp_path):
     ran = junit(tmp_path, case("[It] whole GPU", "passed"), case("[It] fraction", "passed"))
-    records, _ = report.outcomes(ran, SUITE, LIST)
+    records = report.outcomes(ran, SUITE, LIST)[0]
     assert report.gate_problems(LIST, records) == []
     no_gpus = junit(tmp_path, case("[It] whole GPU", "skipped", skipped("skipped - no node has nvidia.com/gpu")),
                     case("[It] fraction", "passed"), name="no-gpus.xml")
-    records, _ = report.outcomes(no_gpus, SUITE, LIST)
+    records = report.outcomes(no_gpus, SUITE, LIST)[0]
     assert report.totals(records)["failed"] == 0  # passes on failures alone...
     (problem,) = report.gate_problems(LIST, records)  # ...but not on the gate's counts
     assert "expected passed=2 skipped=0, got passed=1 skipped=1" in problem and "nvidia.com/gpu" in problem
