@@ -224,13 +224,15 @@ def main():
             junit = os.path.join(args.report_dir, "junit", name + ".xml")
             binary = os.path.join(bin_dir, binary_name(suite["suite"]))
             started = time.monotonic()
-            if suite["suite"] not in not_built:
+            if suite["suite"] in not_built:
+                found, failed_setup = report.not_run(suite, not_built[suite["suite"]]), []
+            else:
                 with open(os.path.join(args.report_dir, "logs", name + ".log"), "w") as log:
                     subprocess.run(ginkgo_argv(binary, suite, spec, junit, args.timeout),
                                    cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+                found, failed_setup = report.outcomes(junit, suite, spec, specs[suite["suite"]])
             seconds = time.monotonic() - started
             run_s += seconds
-            found, failed_setup = report.outcomes(junit, suite, spec, specs[suite["suite"]])
             records += found
             setup += failed_setup
             counts = report.totals(found, failed_setup)
@@ -241,7 +243,7 @@ def main():
             playbook(os.path.join(ROOT, "playbooks", "cleanup.yml"), cleanup)
             shutil.rmtree(work, ignore_errors=True)
     for entry in excluded:
-        records += report.excluded_suite(entry, specs[entry["suite"]])
+        records += report.excluded_suite(entry, specs[entry["suite"]], not_built.get(entry["suite"]))
     meta = dict(kai_version=version, seed=spec["seed"], date=time.strftime("%Y-%m-%d"), scope=scope,
                 cluster="%d sim nodes of 8 GPUs, the mock NVML library" % args.nodes, build_s=build_s, cluster_s=cluster_s,
                 run_s=run_s, peak_mib=memory.peak_mib, baseline_mib=memory.baseline_mib,

@@ -185,7 +185,7 @@ def outcomes(junit_path, suite, spec, specs=None):
     if not os.path.exists(junit_path):
         why = "the suite's test binary wrote no JUnit report (see its log)"
         if not specs:
-            return [record(suite, "(every spec of the suite)", "not_run", reason=why)], []
+            return not_run(suite, why), []
         return [record(suite, name, "failed", "ours", why) for name in specs], []
     found, setup, cause = [], [], None
     left_out = left_out_by_run(junit_path)
@@ -236,11 +236,15 @@ def collateral(suite, name, why, cause):
                   why, cause=cause["spec"])
 
 
-def excluded_suite(suite_entry, specs):
+def not_run(suite_entry, why):
+    """The one record of a suite whose specs are unknown: its test binary was not built or listed nothing."""
+    return [record(suite_entry, "(every spec of the suite)", "not_run", reason=why)]
+
+
+def excluded_suite(suite_entry, specs, why=None):
     """The records of a suite the list does not run: each spec excluded with the suite's reason."""
     if specs is None:
-        return [record(suite_entry, "(every spec of the suite)", "not_run",
-                       reason="its test binary was not built or did not list its specs; excluded: %s" % suite_entry["reason"])]
+        return not_run(suite_entry, "%s; excluded: %s" % (why or "its test binary listed no specs", suite_entry["reason"]))
     return [record(suite_entry, name, "excluded", suite_entry["class"], suite_entry["reason"]) for name in specs]
 
 

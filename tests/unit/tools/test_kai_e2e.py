@@ -235,3 +235,24 @@ def test_the_collection_keeps_one_list_per_kai_version_each_with_a_gate():
     for name in lists:
         spec = report.load(os.path.join(report.LIST_DIR, name))
         assert [suite for suite in spec["suites"] if suite.get("gate")], "make test needs a gate subset in %s" % name
+
+
+def test_a_suite_whose_binary_did_not_build_is_not_run_with_the_log_named(tmp_path, monkeypatch):
+    script = tmp_path / "build.sh"
+    script.write_text("#!/bin/sh\necho 'kai-e2e/upgrade.test built 3.0s'\n"
+                      "echo 'build.sh: FAILED: kai-e2e/scale.test (logs in /cache/logs)' >&2\necho /cache/bin\nexit 1\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(kai_e2e, "BUILD", str(script))
+    bin_dir, _seconds, not_built = kai_e2e.build(["upgrade", "scale"])
+    assert bin_dir == "/cache/bin" and not_built == {"scale": "its test binary did not build (/cache/logs/kai-e2e/scale.test.log)"}
+    (item,) = report.excluded_suite(dict(LIST["excluded_suites"][0], suite="scale"), None, not_built["scale"])
+    assert item["status"] == "not_run" and item["reason"].startswith("its test binary did not build (/cache/logs/")
+
+
+def test_a_failed_build_of_the_sim_itself_stops_the_run(tmp_path, monkeypatch):
+    script = tmp_path / "build.sh"
+    script.write_text("#!/bin/sh\necho 'build.sh: FAILED: kai-scheduler (logs in /cache/logs)' >&2\necho /cache/bin\nexit 1\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(kai_e2e, "BUILD", str(script))
+    with pytest.raises(SystemExit, match="building the sim failed"):
+        kai_e2e.build(["upgrade"])
