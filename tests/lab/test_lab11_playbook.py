@@ -463,7 +463,16 @@ def every_claim_can_fail(variables, tmp_path):
     assert claims["C5"]["evidence"][0].startswith("pod default/kai-no-such-pod is missing")
     fraction = math.ceil(10240 / (PROFILE["memory_mib"] - PROFILE["memory_mib"] % 100) * 100) / 100
     assert "expected 1 + kai_gpu_fraction(10240, %d) = %s" % (PROFILE["memory_mib"], 1 + fraction) in claims["C6"]["evidence"][0]
-    assert claims["C8"]["evidence"][0].startswith("verdict: nvml_unavailable (expected reserved)")
+    # C8: the reservation failed, as KAI's binder tells it at the moment of reading: the app's NVML
+    # error while a reservation pod runs, or only the binder's timeout between two of its attempts
+    # (it deletes the timed-out reservation pod, and its log with it, before it makes the next).
+    c8 = claims["C8"]["evidence"]
+    assert c8[0].startswith("verdict: nvml_unavailable (expected reserved)") or c8[0].startswith(
+        "verdict: reservation_timeout (expected reserved)"), c8
+    if "nvml_unavailable" in c8[0]:
+        assert any("ERROR_LIBRARY_NOT_FOUND" in line for line in c8), c8
+    else:
+        assert any("failed waiting for GPU reservation pod to allocate" in line for line in c8), c8
     # C7: a pod the isolator and KAI's admission never touched (the whole-GPU pod) as the shared pod
     done = run_playbook(variables, dict(lab11_shared_pod="kai-whole-gpu", lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])
     claims = claims_of(tmp_path)
