@@ -244,8 +244,9 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     for entry in excluded:
         records += report.excluded_suite(entry, specs[entry["suite"]], not_built.get(entry["suite"]))
+    cluster = "%d sim nodes of 8 GPUs, the mock NVML library, the fixtures of tests/kai_e2e/fixtures.yaml.j2" % args.nodes
     meta = dict(kai_version=version, seed=spec["seed"], date=time.strftime("%Y-%m-%d"), scope=scope,
-                cluster="%d sim nodes of 8 GPUs, the mock NVML library" % args.nodes, build_s=build_s, cluster_s=cluster_s,
+                cluster=cluster, build_s=build_s, cluster_s=cluster_s,
                 run_s=run_s, peak_mib=memory.peak_mib, baseline_mib=memory.baseline_mib,
                 suites_counted=sorted(entry["suite"] for entry in suites + excluded))
     counts = report.write_report(args.report_dir, records, setup, meta)
