@@ -28,7 +28,7 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
+.PHONY: node-packages actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -93,7 +93,16 @@ $(ACTIONLINT):
 	mkdir -p $(dir $@)
 	GOBIN=$(dir $@) GOTOOLCHAIN=local go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
-sim-bin: ## Build the sim platform's binaries from Go modules (warm: seconds)
+# The real node's Debian packages: runc's build needs libseccomp's headers and pkg-config; the
+# node's busybox image is Debian's busybox-static; its network needs iptables and iproute2.
+NODE_PACKAGES := libseccomp-dev pkg-config busybox-static iptables iproute2
+node-packages: ## Install the Debian packages the sim's real node needs (as root, with apt-get; only the missing ones)
+	@missing=$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -z "$$missing" ]; then echo "node-packages: installed ($(NODE_PACKAGES))"; \
+	elif [ "$$(id -u)" != 0 ]; then echo "node-packages: the sim's real node needs the Debian packages $$missing, which only root can install: run 'sudo apt-get install $$missing' (or make as root)" >&2; exit 1; \
+	else echo "node-packages: installing $$missing with apt-get (as root)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+sim-bin: node-packages ## Build the sim platform's binaries from Go modules (warm: seconds)
 	$(SIM_BIN)/build.sh
 
 pytest: collections sim-bin ## Unit and integration tests (a shared sim cluster), then the lab end to end (Molecule's sim scenarios)

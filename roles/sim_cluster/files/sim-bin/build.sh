@@ -2,8 +2,11 @@
 # Build the binaries of the offline Kubernetes control plane used by the simulator
 # (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl, kwok-stages,
 # kai-crds) and KAI-scheduler's programs (kai-scheduler, kai-binder, kai-admission,
-# kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation)
-# from Go modules only, and our mock NVML library (mock-nvml/libnvidia-ml.so.1, from C),
+# kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation), the real
+# node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI plugins
+# cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes' pause)
+# from Go modules only (pause from the C file in Kubernetes' module), and our mock NVML library
+# (mock-nvml/libnvidia-ml.so.1, from C),
 # into a cache directory keyed by the versions pinned in
 # roles/sim_cluster/files/sim-bin/versions.env.  Nothing prebuilt is ever downloaded: Go
 # modules come from GOPROXY and are checked against the committed go.sum files
@@ -55,7 +58,7 @@ while IFS= read -r line || [[ -n "${line}" ]]; do
   [[ "${line}" =~ ^([A-Z][A-Z0-9_]*)=([^[:space:]]*)$ ]] || die "versions.env: bad line: ${line}"
   printf -v "${BASH_REMATCH[1]}" '%s' "${BASH_REMATCH[2]}"
 done < "${VERSIONS_ENV}"
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION CONTAINERD_VERSION RUNC_VERSION CNI_PLUGINS_VERSION CRI_TOOLS_VERSION DEVICE_PLUGIN_VERSION; do
   [[ -n "${!v:-}" ]] || die "${v} is not set in versions.env"
   [[ "${!v}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || die "${v}=${!v} is not a vX.Y.Z version"
 done
@@ -192,6 +195,12 @@ if [[ "${MODE}" == sync ]]; then
   (cd "${SCRIPT_DIR}/etcd" && go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" && go mod tidy)
   echo "sync kwok -> sigs.k8s.io/kwok@${KWOK_VERSION}"
   (cd "${SCRIPT_DIR}/kwok" && go get "sigs.k8s.io/kwok@${KWOK_VERSION}" && go mod tidy)
+  echo "sync node -> containerd ${CONTAINERD_VERSION}, runc ${RUNC_VERSION}, CNI plugins ${CNI_PLUGINS_VERSION}, cri-tools ${CRI_TOOLS_VERSION}"
+  (cd "${SCRIPT_DIR}/node" && go get "github.com/containerd/containerd/v2@${CONTAINERD_VERSION}" \
+     "github.com/opencontainers/runc@${RUNC_VERSION}" "github.com/containernetworking/plugins@${CNI_PLUGINS_VERSION}" \
+     "sigs.k8s.io/cri-tools@${CRI_TOOLS_VERSION}" && go mod tidy)
+  echo "sync device-plugin -> github.com/NVIDIA/k8s-device-plugin@${DEVICE_PLUGIN_VERSION}"
+  (cd "${SCRIPT_DIR}/device-plugin" && go get "github.com/NVIDIA/k8s-device-plugin@${DEVICE_PLUGIN_VERSION}" && go mod tidy)
   echo "sync kai  -> github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION} into kai/${KAI_MODFILE}" \
        "(keep its replace lines in step with KAI's own go.mod)"
   kai_proxy="$(go env GOPROXY)"
@@ -336,7 +345,7 @@ K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitMinor=${K8S_MINOR}"
 K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitTreeState=clean"
 K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.buildDate=1970-01-01T00:00:00Z"
 
-K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler)
+K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 k8s_wanted=0
 for b in "${K8S_BINS[@]}"; do selected "${b}" && k8s_wanted=1; done
 if [[ "${k8s_wanted}" == 1 ]]; then
@@ -440,6 +449,75 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
       selected kai-crds && FAILED+=(kai-crds)
       for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && FAILED+=("kai-${p}"); done
     fi
+  fi
+fi
+
+# --- the real node: containerd, runc, the CNI plugins, crictl, kubelet's pause, NVIDIA's device plugin --
+# containerd v2 (its shim and ctr), runc (cgo with libseccomp: Debian's libseccomp-dev and
+# pkg-config), the CNI plugins the node's bridge network uses, crictl: one wrapper module, node/.
+# NVIDIA's k8s-device-plugin needs other Kubernetes API versions than cri-tools: its own,
+# device-plugin/ (cgo: it loads NVML with dlopen). pause is Kubernetes' own pause.c from the
+# k8s.io/kubernetes module, linked statically.
+NODE_DIR="${SCRIPT_DIR}/node"
+if selected containerd || selected containerd-shim-runc-v2 || selected ctr || selected runc \
+   || selected crictl || selected cni/bridge || selected cni/host-local || selected cni/loopback; then
+  if check_wrapper containerd "${NODE_DIR}" github.com/containerd/containerd/v2 "${CONTAINERD_VERSION}" \
+     && check_wrapper runc "${NODE_DIR}" github.com/opencontainers/runc "${RUNC_VERSION}" \
+     && check_wrapper cni "${NODE_DIR}" github.com/containernetworking/plugins "${CNI_PLUGINS_VERSION}" \
+     && check_wrapper crictl "${NODE_DIR}" sigs.k8s.io/cri-tools "${CRI_TOOLS_VERSION}"; then
+    CONTAINERD_LDFLAGS="-s -w -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION}"
+    for b in containerd containerd-shim-runc-v2 ctr; do
+      build_one "${b}" "${NODE_DIR}" "github.com/containerd/containerd/v2/cmd/${b}" \
+        "gomod github.com/containerd/containerd/v2 ${CONTAINERD_VERSION}" "${CONTAINERD_LDFLAGS}" -tags no_btrfs
+    done
+    if selected runc && ! pkg-config --exists libseccomp 2>/dev/null; then
+      echo "build.sh: runc needs libseccomp's headers and pkg-config (Debian: apt-get install libseccomp-dev pkg-config)" >&2
+      FAILED+=(runc)
+    else
+      BUILD_CGO=1 build_one runc "${NODE_DIR}" github.com/opencontainers/runc "runc version ${RUNC_VERSION#v}" \
+        "-s -w -X main.version=${RUNC_VERSION#v}" -tags seccomp
+    fi
+    for p in main/bridge ipam/host-local main/loopback; do
+      build_one "cni/${p#*/}" "${NODE_DIR}" "github.com/containernetworking/plugins/plugins/${p}" \
+        "gomod github.com/containernetworking/plugins ${CNI_PLUGINS_VERSION}" \
+        "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=${CNI_PLUGINS_VERSION}"
+    done
+    build_one crictl "${NODE_DIR}" sigs.k8s.io/cri-tools/cmd/crictl "crictl version ${CRI_TOOLS_VERSION}" \
+      "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=${CRI_TOOLS_VERSION}"
+  else
+    for b in containerd containerd-shim-runc-v2 ctr runc crictl cni/bridge cni/host-local cni/loopback; do
+      selected "${b}" && FAILED+=("${b}")
+    done
+  fi
+fi
+if selected nvidia-device-plugin; then
+  if check_wrapper nvidia-device-plugin "${SCRIPT_DIR}/device-plugin" github.com/NVIDIA/k8s-device-plugin "${DEVICE_PLUGIN_VERSION}"; then
+    BUILD_CGO=1 build_one nvidia-device-plugin "${SCRIPT_DIR}/device-plugin" \
+      github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin \
+      "gomod github.com/NVIDIA/k8s-device-plugin ${DEVICE_PLUGIN_VERSION}" \
+      "-s -w -X github.com/NVIDIA/k8s-device-plugin/internal/info.version=${DEVICE_PLUGIN_VERSION}"
+  else
+    FAILED+=(nvidia-device-plugin)
+  fi
+fi
+if selected pause; then
+  src="$(cd "${K8S_DIR}" && go mod download -json k8s.io/kubernetes 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))')/build/pause/linux/pause.c"
+  out="${SIM_BIN_DIR}/pause"
+  t0="$(date +%s.%N)"
+  if [[ ! -f "${src}" ]]; then
+    echo "build.sh: pause.c not found in k8s.io/kubernetes@${K8S_VERSION}" >&2
+    FAILED+=(pause)
+  elif [[ "${SIM_BIN_FORCE:-0}" != 1 && -x "${out}" && "$(cat "${out}.source" 2>/dev/null)" == "k8s.io/kubernetes ${K8S_VERSION}" ]]; then
+    printf '%-24s cached  %6ss  (%s)\n' pause "$(elapsed "${t0}" "$(date +%s.%N)")" "k8s.io/kubernetes ${K8S_VERSION}"
+  elif "${CC:-gcc}" -static -O2 -Wall -DVERSION="${K8S_VERSION}" -o "${out}.tmp" "${src}" >"${LOG_DIR}/pause.log" 2>&1; then
+    mv -f "${out}.tmp" "${out}"
+    echo "k8s.io/kubernetes ${K8S_VERSION}" >"${out}.source"
+    printf '%-24s built   %6ss  (%s)\n' pause "$(elapsed "${t0}" "$(date +%s.%N)")" "k8s.io/kubernetes ${K8S_VERSION}"
+  else
+    echo "build.sh: building pause failed:" >&2
+    cat "${LOG_DIR}/pause.log" >&2
+    rm -f "${out}.tmp"
+    FAILED+=(pause)
   fi
 fi
 

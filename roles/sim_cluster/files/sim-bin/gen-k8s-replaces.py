@@ -35,6 +35,7 @@ TOOLS = [
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kube-scheduler",
+    "k8s.io/kubernetes/cmd/kubelet",
 ]
 
 STAGING_RE = re.compile(
