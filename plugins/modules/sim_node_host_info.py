@@ -10,12 +10,12 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: sim_node_host_info
 short_description: Whether this host can run the sim platform's real node (kubelet and containerd), and how
-version_added: 0.2.0
+version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
 description:
   - Reads the host's conditions that a kubelet and containerd meet on a kind node too, before the
-    M(gpulab.kai_hami.sim_node) role creates anything.
+    C(gpulab.kai_hami.sim_node) role creates anything.
   - C(problems) are conditions no configuration meets (not root, no C(iptables), no network
     namespaces, no cgroup file system); with any, the node cannot run.
   - C(conditions) are met by configuration and each names its setting - cgroup v1 (the kubelet's

@@ -20,7 +20,7 @@ def load(role, *parts):
 
 def test_the_collection_has_the_roles_of_the_design():
     assert ROLES == ["device_plugin", "helm_binary", "kai_resource_isolator", "kai_scheduler", "kind_cluster", "lab11", "nvml_mock", "sim_cluster",
-                     "sim_isolator", "sim_kai"]
+                     "sim_isolator", "sim_kai", "sim_node"]
 
 
 @pytest.mark.parametrize("role", ROLES)

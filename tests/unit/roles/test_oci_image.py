@@ -1,0 +1,79 @@
+"""The real node's image writer: an OCI archive containerd imports, the same bytes from the same inputs."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+WRITER = os.path.join(ROOT, "roles", "sim_node", "files", "oci_image.py")
+
+
+def write(tmp_path, out, *extra):
+    done = subprocess.run([sys.executable, WRITER, "--name", "sim.example/tool:1.0", "--out", str(out)] + list(extra),
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def blobs(archive):
+    with tarfile.open(str(archive)) as tar:
+        return dict((member.name, tar.extractfile(member).read()) for member in tar.getmembers() if member.isfile())
+
+
+def test_the_archive_is_an_oci_layout_naming_the_image(tmp_path):
+    program = tmp_path / "tool"
+    program.write_bytes(b"\x7fELF not really\n")
+    os.chmod(str(program), 0o755)
+    out = tmp_path / "image.tar"
+    result = write(tmp_path, out, "--file=%s:/usr/bin/tool" % program, "--link=bin/t:/usr/bin/tool", "--dir=tmp",
+                   "--entrypoint=/usr/bin/tool", "--cmd=--help", "--env=A=1", "--label=source=test", "--user=65532:65532")
+    files = blobs(out)
+    assert json.loads(files["oci-layout"]) == {"imageLayoutVersion": "1.0.0"}
+    index = json.loads(files["index.json"])
+    manifest_desc = index["manifests"][0]
+    assert manifest_desc["annotations"]["io.containerd.image.name"] == "sim.example/tool:1.0"
+    assert manifest_desc["annotations"]["org.opencontainers.image.ref.name"] == "1.0"
+    assert manifest_desc["digest"] == result["digest"]
+    # every blob is stored under its own digest
+    for name, data in files.items():
+        if name.startswith("blobs/sha256/"):
+            assert hashlib.sha256(data).hexdigest() == name.rsplit("/", 1)[1]
+    manifest = json.loads(files["blobs/sha256/" + result["digest"].split(":")[1]])
+    config = json.loads(files["blobs/sha256/" + manifest["config"]["digest"].split(":")[1]])
+    assert config["config"]["Entrypoint"] == ["/usr/bin/tool"] and config["config"]["Cmd"] == ["--help"]
+    assert "A=1" in config["config"]["Env"] and config["config"]["User"] == "65532:65532"
+    assert config["config"]["Labels"] == {"source": "test"}
+    layer_digest = manifest["layers"][0]["digest"]
+    assert config["rootfs"]["diff_ids"] == [layer_digest]
+    layer_path = tmp_path / "layer.tar"
+    layer_path.write_bytes(files["blobs/sha256/" + layer_digest.split(":")[1]])
+    with tarfile.open(str(layer_path)) as layer:
+        members = dict((member.name, member) for member in layer.getmembers())
+        assert layer.extractfile(members["usr/bin/tool"]).read() == program.read_bytes()
+    assert members["usr/bin/tool"].mode & 0o111 and members["bin/t"].issym() and members["bin/t"].linkname == "/usr/bin/tool"
+    assert members["usr"].isdir() and members["tmp"].mode == 0o1777
+    assert all(member.uid == 0 and member.mtime == 0 for member in members.values())
+
+
+def test_same_inputs_same_digest_and_the_archive_is_left_alone(tmp_path):
+    program = tmp_path / "tool"
+    program.write_bytes(b"one\n")
+    out = tmp_path / "image.tar"
+    first = write(tmp_path, out, "--file=%s:/tool" % program)
+    written = os.stat(str(out)).st_mtime_ns
+    again = write(tmp_path, out, "--file=%s:/tool" % program)
+    assert first["changed"] and not again["changed"] and again["digest"] == first["digest"]
+    assert os.stat(str(out)).st_mtime_ns == written
+    program.write_bytes(b"two\n")
+    changed = write(tmp_path, out, "--file=%s:/tool" % program)
+    assert changed["changed"] and changed["digest"] != first["digest"]
+
+
+def test_a_missing_file_is_named(tmp_path):
+    done = subprocess.run([sys.executable, WRITER, "--name", "x:1", "--out", str(tmp_path / "x.tar"),
+                           "--file=%s:/x" % (tmp_path / "nothing")], capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "no such file" in done.stderr
+    assert not (tmp_path / "x.tar").exists()
