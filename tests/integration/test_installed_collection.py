@@ -24,7 +24,7 @@ def installed(tmp_path_factory):
     done = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--no-deps", "--force", "-p", str(target),
                            str(build / tarball)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    # kubernetes.core (a dependency; Galaxy is not reachable) from the checkout's unpacked copy
+    # kubernetes.core (a dependency, installed without Ansible Galaxy) from the checkout's unpacked copy
     (target / "ansible_collections" / "kubernetes").symlink_to(os.path.join(ROOT, ".cache", "collections", "ansible_collections", "kubernetes"))
     return target
 
