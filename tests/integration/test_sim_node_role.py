@@ -74,7 +74,7 @@ def host_leftovers(workdir, bridge):
         links=[line for line in links.splitlines() if bridge in line],
         rules=[line for line in rules.splitlines() if "gpulab.kai_hami sim node" in line and "nodetest" in line],
         workdir=os.path.exists(workdir),
-        cni_results=[name for name in os.listdir("/var/lib/cni/results")] if os.path.isdir("/var/lib/cni/results") else [],
+        cni_results=list(os.listdir("/var/lib/cni/results")) if os.path.isdir("/var/lib/cni/results") else [],
     )
 
 

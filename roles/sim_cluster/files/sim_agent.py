@@ -592,6 +592,8 @@ def placeholder_step(api, known):
         annotations = meta.get("annotations") or {}
         if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
             continue
+        if any(container.get("readinessProbe") for container in (pod.get("spec") or {}).get("containers") or []):
+            continue  # on a real node: its kubelet probes the process, its container follows the log
         seen.add(meta["uid"])
         process = (meta.get("labels") or {}).get(STANDS_FOR_LABEL)
         log_file = annotations.get(LOG_FILE_ANNOTATION)
@@ -756,6 +758,8 @@ class Reservations(object):
             meta = pod["metadata"]
             if meta.get("deletionTimestamp") or not (pod.get("spec") or {}).get("nodeName"):
                 continue
+            if pod["spec"]["nodeName"] in self.args.skip_node:
+                continue  # a real node's kubelet runs it in a container
             if (pod.get("status") or {}).get("phase") != "Running":
                 continue
             current[meta["uid"]] = pod
@@ -838,6 +842,7 @@ def parse_args(argv):
     res.add_argument("--env", action="append", default=[], help="NAME=VALUE for every app (repeatable)")
     res.add_argument("--reach", action="append", type=int, default=[], help="host 127.0.0.1 port each app reaches (the API server)")
     res.add_argument("--notice", action="append", default=[], help="a line to log at start (repeatable)")
+    res.add_argument("--skip-node", action="append", default=[], help="a real node whose kubelet runs its reservation pods (repeatable)")
     res.add_argument("--mock-nvml-dir", default="", help="directory of a mock libnvidia-ml.so.1 to put on the apps' library path")
     res.add_argument("--gpu-uuid", action="append", default=[], help="the node's GPU UUIDs, in order (with --mock-nvml-dir)")
     res.add_argument("--gpu-name", help="the GPUs' name (with --mock-nvml-dir; unset: the mock library's own default)")
