@@ -7,6 +7,7 @@ rendered by Ansible itself, as the roles render them.
 """
 
 import copy
+import hashlib
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ HERE = os.path.dirname(__file__)
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 KUBERNETES_VERSION = "1.35.0"
 # Objects of these API groups are not Kubernetes API objects (kwokctl's and kind's configs).
-NOT_KUBERNETES = ("config.kwok.x-k8s.io/", "kind.x-k8s.io/")
+NOT_KUBERNETES = ("config.kwok.x-k8s.io/", "kind.x-k8s.io/", "kubelet.config.k8s.io/")
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +145,17 @@ def test_sim_nodes_take_allocatable_and_labels_from_their_own_profile(rendered):
         assert labels["nvidia.com/gpu.memory"] == "40960"
         assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
         assert labels["nvidia.com/gpu.present"] == "true"
+
+
+def test_the_real_nodes_kubelet_has_no_anonymous_access_and_listens_on_its_own_address(rendered):
+    kubelet = rendered["sim_node/kubelet.yaml"][0]
+    cidr = "10.244.%d.0/24" % (int(hashlib.sha256(b"kai-hami-test").hexdigest()[:8], 16) % 250 + 1)
+    assert kubelet["podCIDR"] == cidr
+    assert kubelet["address"] == cidr.replace(".0/24", ".1") and kubelet["healthzBindAddress"] == "127.0.0.1"
+    assert kubelet["readOnlyPort"] == 0 and kubelet["authentication"]["anonymous"]["enabled"] is False
+    assert kubelet["authorization"]["mode"] == "Webhook"
+    assert kubelet["authentication"]["x509"]["clientCAFile"] == "/sim/kwok/clusters/kai-hami-test/pki/ca.crt"
+    assert (kubelet["port"], kubelet["healthzPort"]) == (24010, 24011)
+    # the host conditions given to the template: cgroup v1 and a bounding set without CAP_SYS_RESOURCE
+    assert kubelet["failCgroupV1"] is False and kubelet["failSwapOn"] is True
+    assert kubelet["containerRuntimeEndpoint"] == "unix:///sim/node/containerd/containerd.sock"
