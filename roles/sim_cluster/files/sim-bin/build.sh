@@ -537,7 +537,7 @@ if selected mock-nvml; then
   else
     mkdir -p "$(dirname "${out}")"
     if "${CC:-gcc}" -shared -fPIC -O2 -Wall -Wextra -Werror -Wl,-soname,libnvidia-ml.so.1 \
-         -o "${out}.tmp" "${src}" >"${LOG_DIR}/mock-nvml.log" 2>&1; then
+         -o "${out}.tmp" "${src}" -ldl >"${LOG_DIR}/mock-nvml.log" 2>&1; then
       mv -f "${out}.tmp" "${out}"
       echo "${want}" >"${out}.source-sha256"
       printf '%-24s built   %6ss  (%s)\n' mock-nvml "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"

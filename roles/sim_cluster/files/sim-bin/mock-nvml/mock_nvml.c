@@ -1,24 +1,41 @@
 /*
- * A mock NVML library of gpulab.kai_hami: libnvidia-ml.so.1 with one device, for the sim
- * platform's "mock_nvml" boundary mode. It is not NVIDIA's library and drives no GPU.
+ * A mock NVML library of gpulab.kai_hami: libnvidia-ml.so.1 with N devices, for the sim platform.
+ * It is not NVIDIA's library and drives no GPU.
  *
- * KAI's reservation app (through NVIDIA's go-nvml v0.13.0-1) dlopen()s libnvidia-ml.so.1 with
- * RTLD_LAZY|RTLD_GLOBAL and calls nvmlInit_v2, nvmlDeviceGetCount_v2 (it needs exactly one
- * device), nvmlDeviceGetHandleByIndex_v2(0), nvmlDeviceGetUUID, nvmlShutdown and, on errors,
- * nvmlErrorString. go-nvml also probes 22 versioned names with dlsym() when it loads; the ones
- * this library does not implement answer NVML_ERROR_NOT_SUPPORTED.
+ * Two programs load it through NVIDIA's go-nvml, which dlopen()s libnvidia-ml.so.1 with
+ * RTLD_LAZY|RTLD_GLOBAL, probes 22 versioned names with dlsym() and calls the newest present:
+ *  - KAI's reservation app: nvmlInit_v2, nvmlDeviceGetCount_v2 (it needs exactly one device),
+ *    nvmlDeviceGetHandleByIndex_v2(0), nvmlDeviceGetUUID, nvmlShutdown, nvmlErrorString.
+ *  - NVIDIA's k8s-device-plugin (v0.18.2, device discovery by NVML, MIG off): nested
+ *    nvmlInit_v2/nvmlShutdown (counted, as NVML counts them), per device GetName, GetUUID,
+ *    GetMinorNumber (its /dev/nvidia<minor>), GetPciInfo_v3, GetMemoryInfo,
+ *    GetCudaComputeCapability; for a preferred allocation GetTopologyCommonAncestor and
+ *    GetNvLinkState; its health checks the event set functions (a wait times out).
  *
- * Configured per process by environment (read by nvmlInit):
- *   MOCK_NVML_UUID            the device's UUID (default GPU-12345678-1234-1234-1234-123456780000)
- *   MOCK_NVML_NAME            its name (default "NVIDIA A100-SXM4-40GB")
- *   MOCK_NVML_MEMORY_MIB      its memory in MiB (default 40960)
+ * Configuration, read by the first nvmlInit: KEY=VALUE lines of the file MOCK_NVML_CONFIG names,
+ * else of <root>/config/mock-nvml.conf when the library lies at <root>/usr/lib64/ (where nvml-mock
+ * places its files), then the environment, which wins:
+ *   MOCK_NVML_COUNT           the number of devices (default 1; at most 64)
+ *   MOCK_NVML_UUIDS           their UUIDs, comma separated (default GPU-12345678-1234-1234-1234-1234567800NN,
+ *                             NN the index with two digits)
+ *   MOCK_NVML_UUID            one device with this UUID (when MOCK_NVML_COUNT and MOCK_NVML_UUIDS are unset)
+ *   MOCK_NVML_NAME            their name (default "NVIDIA A100-SXM4-40GB")
+ *   MOCK_NVML_MEMORY_MIB      their memory in MiB (default 40960)
  *   MOCK_NVML_DRIVER_VERSION  the driver version (default 550.163.01)
+ *   MOCK_NVML_DEV_DIR         where the device nodes nvidia<N> are looked for (default /dev)
+ * Visibility, as nvml-mock decides it: when some but not all of the nvidia<N> device nodes exist
+ * in MOCK_NVML_DEV_DIR (a container the device plugin gave some GPUs), only those devices are
+ * seen, in index order; otherwise every device is.
  *
  * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 mock_nvml.c
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef int nvmlReturn_t;
 enum {
@@ -26,26 +43,132 @@ enum {
     NVML_ERROR_UNINITIALIZED = 1,
     NVML_ERROR_INVALID_ARGUMENT = 2,
     NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NOT_FOUND = 6,
     NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_TIMEOUT = 10,
     NVML_ERROR_UNKNOWN = 999,
 };
+enum { MAX_DEVICES = 64, TOPOLOGY_NODE = 40 };
 
 struct nvmlDevice_st { int index; };
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+struct nvmlEventSet_st { int unused; };
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+typedef struct { nvmlDevice_t device; unsigned long long eventType, eventData; unsigned int gpuInstanceId, computeInstanceId; } nvmlEventData_t;
 
-static struct nvmlDevice_st device0 = {0};
-static int initialised = 0;
-static char uuid[96] = "GPU-12345678-1234-1234-1234-123456780000";
+static struct nvmlDevice_st devices[MAX_DEVICES];
+static int visible[MAX_DEVICES];   /* visible device i is configured device visible[i] */
+static int visible_count = 0;
+static int configured_count = 1;
+static int init_count = 0;
+static int configured = 0;
+static char uuids[MAX_DEVICES][96];
 static char name[96] = "NVIDIA A100-SXM4-40GB";
 static char driver[80] = "550.163.01";
+static char dev_dir[256] = "/dev";
 static unsigned long long memory_mib = 40960;
+static int config_error = 0;
+static int count_set = 0, uuids_set = 0;
+static char single_uuid[96] = "";
 
-static void setting(const char *variable, char *target, size_t size) {
-    const char *value = getenv(variable);
-    if (value != NULL && value[0] != '\0') {
-        snprintf(target, size, "%s", value);
+static void set_value(const char *key, const char *value) {
+    if (strcmp(key, "MOCK_NVML_COUNT") == 0) {
+        char *end = NULL;
+        long count = strtol(value, &end, 10);
+        if (end == value || *end != '\0' || count < 1 || count > MAX_DEVICES) { config_error = 1; return; }
+        configured_count = (int)count;
+        count_set = 1;
+    } else if (strcmp(key, "MOCK_NVML_UUIDS") == 0) {
+        char copy[MAX_DEVICES * 96];
+        char *save = NULL, *item;
+        int n = 0;
+        snprintf(copy, sizeof copy, "%s", value);
+        for (item = strtok_r(copy, ",", &save); item != NULL && n < MAX_DEVICES; item = strtok_r(NULL, ",", &save)) {
+            snprintf(uuids[n++], sizeof uuids[0], "%s", item);
+        }
+        if (n == 0) { config_error = 1; return; }
+        if (!count_set) configured_count = n;
+        uuids_set = n;
+    } else if (strcmp(key, "MOCK_NVML_UUID") == 0) {
+        snprintf(single_uuid, sizeof single_uuid, "%s", value);
+    } else if (strcmp(key, "MOCK_NVML_NAME") == 0) {
+        snprintf(name, sizeof name, "%s", value);
+    } else if (strcmp(key, "MOCK_NVML_DRIVER_VERSION") == 0) {
+        snprintf(driver, sizeof driver, "%s", value);
+    } else if (strcmp(key, "MOCK_NVML_DEV_DIR") == 0) {
+        snprintf(dev_dir, sizeof dev_dir, "%s", value);
+    } else if (strcmp(key, "MOCK_NVML_MEMORY_MIB") == 0) {
+        char *end = NULL;
+        unsigned long long mib = strtoull(value, &end, 10);
+        if (end == value || *end != '\0' || mib == 0) { config_error = 1; return; }
+        memory_mib = mib;
     }
+}
+
+static const char *KEYS[] = {"MOCK_NVML_COUNT", "MOCK_NVML_UUIDS", "MOCK_NVML_UUID", "MOCK_NVML_NAME",
+                             "MOCK_NVML_DRIVER_VERSION", "MOCK_NVML_DEV_DIR", "MOCK_NVML_MEMORY_MIB", NULL};
+
+static void read_file(const char *path) {
+    char line[MAX_DEVICES * 96 + 64];
+    FILE *file = fopen(path, "r");
+    if (file == NULL) return;
+    while (fgets(line, sizeof line, file) != NULL) {
+        char *eq, *end = line + strlen(line);
+        while (end > line && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' ')) *--end = '\0';
+        if (line[0] == '#' || line[0] == '\0' || (eq = strchr(line, '=')) == NULL) continue;
+        *eq = '\0';
+        set_value(line, eq + 1);
+    }
+    fclose(file);
+}
+
+/* <root>/config/mock-nvml.conf for a library at <root>/usr/lib64/libnvidia-ml.so.1 */
+static void read_default_file(void) {
+    Dl_info info;
+    char path[512];
+    char *cut;
+    if (dladdr((void *)read_default_file, &info) == 0 || info.dli_fname == NULL) return;
+    snprintf(path, sizeof path, "%s", info.dli_fname);
+    cut = strstr(path, "/usr/lib64/");
+    if (cut == NULL) return;
+    snprintf(cut, sizeof path - (size_t)(cut - path), "/config/mock-nvml.conf");
+    read_file(path);
+}
+
+static void configure(void) {
+    const char *file = getenv("MOCK_NVML_CONFIG");
+    int i, present = 0;
+    char node[320];
+    if (file != NULL && file[0] != '\0') read_file(file); else read_default_file();
+    for (i = 0; KEYS[i] != NULL; i++) {
+        const char *value = getenv(KEYS[i]);
+        if (value != NULL && value[0] != '\0') set_value(KEYS[i], value);
+    }
+    if (!count_set && !uuids_set && single_uuid[0] != '\0') {
+        configured_count = 1;
+        snprintf(uuids[0], sizeof uuids[0], "%s", single_uuid);
+        uuids_set = 1;
+    }
+    for (i = 0; i < configured_count; i++) {
+        devices[i].index = i;
+        if (i >= uuids_set) snprintf(uuids[i], sizeof uuids[0], "GPU-12345678-1234-1234-1234-1234567800%02d", i);
+    }
+    for (i = 0; i < configured_count; i++) {
+        snprintf(node, sizeof node, "%s/nvidia%d", dev_dir, i);
+        if (access(node, F_OK) == 0) visible[present++] = i;
+    }
+    if (present == 0 || present == configured_count) {
+        for (i = 0; i < configured_count; i++) visible[i] = i;
+        present = configured_count;
+    }
+    visible_count = present;
+    configured = 1;
 }
 
 static nvmlReturn_t copy_out(const char *value, char *out, unsigned int length) {
@@ -55,27 +178,28 @@ static nvmlReturn_t copy_out(const char *value, char *out, unsigned int length) 
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlInit_v2(void) {
-    const char *memory = getenv("MOCK_NVML_MEMORY_MIB");
-    setting("MOCK_NVML_UUID", uuid, sizeof uuid);
-    setting("MOCK_NVML_NAME", name, sizeof name);
-    setting("MOCK_NVML_DRIVER_VERSION", driver, sizeof driver);
-    if (memory != NULL && memory[0] != '\0') {
-        char *end = NULL;
-        unsigned long long value = strtoull(memory, &end, 10);
-        if (end == NULL || *end != '\0' || value == 0) return NVML_ERROR_UNKNOWN;
-        memory_mib = value;
-    }
-    initialised = 1;
-    return NVML_SUCCESS;
+/* The configured device a handle stands for, or -1. */
+static int device_of(nvmlDevice_t device) {
+    if (device < &devices[0] || device >= &devices[configured_count]) return -1;
+    return device->index;
 }
 
+#define CHECK_DEVICE(device, i) \
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED; \
+    if (((i) = device_of(device)) < 0) return NVML_ERROR_INVALID_ARGUMENT
+
+nvmlReturn_t nvmlInit_v2(void) {
+    if (!configured) configure();
+    if (config_error) return NVML_ERROR_UNKNOWN;
+    init_count++;
+    return NVML_SUCCESS;
+}
 nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return nvmlInit_v2(); }
 
 nvmlReturn_t nvmlShutdown(void) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    initialised = 0;
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    init_count--;
     return NVML_SUCCESS;
 }
 
@@ -85,65 +209,157 @@ const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
     default: return "Unknown Error";
     }
 }
 
+nvmlReturn_t nvmlSystemGetDriverVersion(char *out, unsigned int length) {
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    return copy_out(driver, out, length);
+}
+
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
     if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-    *count = 1;
+    *count = (unsigned int)visible_count;
     return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetCount(unsigned int *count) { return nvmlDeviceGetCount_v2(count); }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    if (index != 0 || device == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-    *device = &device0;  /* a real address: Go rejects small integers as pointers */
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    if (index >= (unsigned int)visible_count || device == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *device = &devices[visible[index]];  /* a real address: Go rejects small integers as pointers */
     return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device) {
     return nvmlDeviceGetHandleByIndex_v2(index, device);
 }
 
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
+    int i;
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    if (uuid == NULL || device == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    for (i = 0; i < visible_count; i++) {
+        if (strcmp(uuids[visible[i]], uuid) == 0) { *device = &devices[visible[i]]; return NVML_SUCCESS; }
+    }
+    return NVML_ERROR_NOT_FOUND;
+}
+
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *out, unsigned int length) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    if (device != &device0) return NVML_ERROR_INVALID_ARGUMENT;
-    return copy_out(uuid, out, length);
+    int i;
+    CHECK_DEVICE(device, i);
+    return copy_out(uuids[i], out, length);
 }
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *out, unsigned int length) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    if (device != &device0) return NVML_ERROR_INVALID_ARGUMENT;
+    int i;
+    CHECK_DEVICE(device, i);
     return copy_out(name, out, length);
 }
 
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor) {
+    int i;
+    CHECK_DEVICE(device, i);
+    if (minor == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *minor = (unsigned int)i;
+    return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    if (device != &device0 || memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    int i;
+    CHECK_DEVICE(device, i);
+    if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
     memory->total = memory_mib * 1024ULL * 1024ULL;
     memory->used = 0;
     memory->free = memory->total;
     return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvmlSystemGetDriverVersion(char *out, unsigned int length) {
-    if (!initialised) return NVML_ERROR_UNINITIALIZED;
-    return copy_out(driver, out, length);
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
+    int i;
+    CHECK_DEVICE(device, i);
+    if (major == NULL || minor == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *major = 8;
+    *minor = 0;
+    return NVML_SUCCESS;
+}
+
+/* PCI addresses in domain 0x0f00, which no host's sysfs holds: the device plugin finds no NUMA node. */
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+    int i;
+    CHECK_DEVICE(device, i);
+    if (pci == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    memset(pci, 0, sizeof *pci);
+    pci->domain = 0x0f00;
+    pci->bus = (unsigned int)(0x10 + i);
+    pci->pciDeviceId = 0x20b010de;
+    snprintf(pci->busId, sizeof pci->busId, "00000F00:%02X:00.0", pci->bus);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0F00:%02X:00.0", pci->bus);
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci) { return nvmlDeviceGetPciInfo_v3(device, pci); }
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t *pci) { return nvmlDeviceGetPciInfo_v3(device, pci); }
+
+/* Every pair of devices shares a NUMA node (NVML_TOPOLOGY_NODE); no NVLink. */
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t one, nvmlDevice_t other, int *level) {
+    int i, j;
+    CHECK_DEVICE(one, i);
+    if ((j = device_of(other)) < 0 || level == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    (void)i;
+    *level = TOPOLOGY_NODE;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, int *active) {
+    (void)device; (void)link; (void)active;
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+/* Health events: a set that never fires; a wait sleeps its timeout and times out. */
+static struct nvmlEventSet_st event_set;
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+    if (init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *set = &event_set;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) { (void)set; return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types) {
+    int i;
+    CHECK_DEVICE(device, i);
+    if (types == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    *types = 0x0000000000000008ULL | 0x0000000000000004ULL;  /* Xid critical error, double-bit ECC */
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set) {
+    int i;
+    CHECK_DEVICE(device, i);
+    (void)types; (void)set;
+    return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    struct timespec pause;
+    (void)set; (void)data;
+    pause.tv_sec = timeout_ms / 1000;
+    pause.tv_nsec = (long)(timeout_ms % 1000) * 1000000L;
+    nanosleep(&pause, NULL);
+    return NVML_ERROR_TIMEOUT;
+}
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    return nvmlEventSetWait_v2(set, data, timeout_ms);
 }
 
 /* The other versioned names go-nvml looks up when it loads: present, and not supported. */
 #define NOT_SUPPORTED(symbol) nvmlReturn_t symbol(void) { return NVML_ERROR_NOT_SUPPORTED; }
-NOT_SUPPORTED(nvmlDeviceGetPciInfo_v2)
-NOT_SUPPORTED(nvmlDeviceGetPciInfo_v3)
 NOT_SUPPORTED(nvmlDeviceGetHandleByPciBusId_v2)
 NOT_SUPPORTED(nvmlDeviceGetNvLinkRemotePciInfo_v2)
 NOT_SUPPORTED(nvmlDeviceGetGridLicensableFeatures_v2)
 NOT_SUPPORTED(nvmlDeviceGetGridLicensableFeatures_v3)
 NOT_SUPPORTED(nvmlDeviceGetGridLicensableFeatures_v4)
-NOT_SUPPORTED(nvmlEventSetWait_v2)
 NOT_SUPPORTED(nvmlDeviceGetAttributes_v2)
 NOT_SUPPORTED(nvmlComputeInstanceGetInfo_v2)
 NOT_SUPPORTED(nvmlDeviceGetComputeRunningProcesses_v2)
