@@ -66,8 +66,8 @@ def test_every_template_was_rendered(rendered):
 def test_kubernetes_objects_are_valid_for_1_35(rendered):
     objects = kubernetes_objects(rendered)
     kinds = sorted({doc["kind"] for path, doc in objects})
-    assert kinds == ["DaemonSet", "Deployment", "MutatingWebhookConfiguration", "Namespace", "Node", "Pod", "RuntimeClass",
-                     "ServiceAccount", "ValidatingWebhookConfiguration"]
+    assert kinds == ["ClusterRole", "DaemonSet", "Deployment", "MutatingWebhookConfiguration", "Namespace", "Node", "Pod", "RoleBinding",
+                     "RuntimeClass", "ServiceAccount", "ValidatingWebhookConfiguration"]
     for path, doc in objects:
         try:
             kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
