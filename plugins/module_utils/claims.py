@@ -43,10 +43,10 @@ CLAIMS = {
     "C9": "KAI's hamicore numbers reach the pod",
 }
 C8_CROSSED = "Boundary: the reservation succeeds, the shared pod binds"
-# Per claim, the component whose behaviour decided it (the report's "decided by"): {kai} and
-# {isolator} are provenance()'s kai and isolator, {node} the GPU node.
+# Per claim, the component whose behaviour decided it (the report's "decided by"): {kai},
+# {isolator} and {gpus} are provenance()'s kai, isolator and gpus, {node} the GPU node.
 DECIDED_BY = {
-    "C1": "node {node}'s status (allocatable nvidia.com/gpu)",
+    "C1": "{gpus}: node {node}'s allocatable nvidia.com/gpu",
     "C2": "{kai}: its seven Deployments",
     "C3": "{kai}: kai-scheduler's event on the probe pod",
     "C4": "{isolator}: its log and a server-side dry-run through the admission chain",
@@ -341,7 +341,8 @@ def claim_text(claim_id, expected_boundary="nvml_unavailable"):
 
 def decided_by(claim_id, origin, node):
     """What decided the claim, from ``origin`` (provenance()'s answer) and the GPU node's name."""
-    return DECIDED_BY[claim_id].format(kai=origin["kai"], isolator=origin["isolator"], node=node)
+    return DECIDED_BY[claim_id].format(kai=origin["kai"], isolator=origin["isolator"], node=node,
+                                       gpus=origin.get("gpus") or "the node's status")
 
 
 def claim_error(message):

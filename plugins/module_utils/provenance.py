@@ -28,11 +28,53 @@ def image_tag(deployment):
     return name.split(":", 1)[1] if ":" in name else ""
 
 
-def provenance(kai_deployment, isolator_deployment):
-    """``{'kai_version', 'kai', 'isolator', 'stand_ins'}`` describing what decided the claims.
+# The nvml_mock role's sim mode marks the node whose mock driver root it placed.
+NVML_STANDIN_ANNOTATION = "gpulab.kai-hami/nvml-mock"
+DEVICE_PLUGIN_IMAGE = "k8s-device-plugin"
+
+
+def node_runtime(node):
+    """What runs the GPU node: ``(real, text)``, from its nodeInfo (kwok writes its own versions)."""
+    info = (((node or {}).get("status") or {}).get("nodeInfo")) or {}
+    runtime = info.get("containerRuntimeVersion") or ""
+    kubelet = info.get("kubeletVersion") or ""
+    if not node or "kwok" in runtime or "kwok" in kubelet or not runtime:
+        return False, "a node kwok plays (no kubelet, no container runtime)"
+    return True, "kubelet %s, %s" % (kubelet, runtime.replace("://", " "))
+
+
+def device_plugin_version(daemonsets):
+    """The tag of the first DaemonSet whose image is NVIDIA's device plugin ('' when none)."""
+    for daemonset in daemonsets or []:
+        containers = ((((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+        if any(DEVICE_PLUGIN_IMAGE in (container.get("image") or "") for container in containers):
+            return image_tag(daemonset) or UNKNOWN
+    return ""
+
+
+def gpus_origin(node, daemonsets):
+    """``(text, stand_ins)``: what made the node's allocatable nvidia.com/gpu, and the stand-ins it relies on."""
+    real, runtime = node_runtime(node)
+    if not real:
+        return "the node's status as written for the node kwok plays", []
+    version = device_plugin_version(daemonsets)
+    stand_ins = []
+    standin = _annotations(node).get(NVML_STANDIN_ANNOTATION)
+    if standin:
+        stand_ins.append(standin)
+    plugin = ("NVIDIA's device plugin %s" % version) if version else "a device plugin"
+    text = "%s through the kubelet's device manager (%s)" % (plugin, runtime)
+    if standin:
+        text += " on %s" % standin
+    return text, stand_ins
+
+
+def provenance(kai_deployment, isolator_deployment, node=None, daemonsets=None):
+    """``{'kai_version', 'kai', 'isolator', 'gpus', 'node', 'stand_ins'}`` describing what decided the claims.
 
     ``kai_deployment`` is KAI's ``kai-scheduler-default`` Deployment, ``isolator_deployment`` the
-    isolator's webhook Deployment (either may be None when missing).
+    isolator's webhook Deployment (either may be None when missing), ``node`` the GPU node and
+    ``daemonsets`` those that may run NVIDIA's device plugin.
     """
     kai_annotations = _annotations(kai_deployment)
     kai_version = kai_annotations.get(KAI_VERSION_ANNOTATION) or image_tag(kai_deployment) or UNKNOWN
@@ -51,4 +93,6 @@ def provenance(kai_deployment, isolator_deployment):
         isolator = "kai-resource-isolator %s" % (image_tag(isolator_deployment) or UNKNOWN)
     else:
         isolator = "kai-resource-isolator (not found)"
-    return {"kai_version": kai_version, "kai": kai, "isolator": isolator, "stand_ins": stand_ins}
+    gpus, gpu_stand_ins = gpus_origin(node, daemonsets)
+    return {"kai_version": kai_version, "kai": kai, "isolator": isolator, "gpus": gpus,
+            "node": node_runtime(node)[1] if node else "", "stand_ins": gpu_stand_ins + stand_ins}

@@ -461,7 +461,9 @@ def origin(service, params):
     scheduler = next((d for d in deployments if d["metadata"]["name"] == kai["scheduler_deployment"]), None)
     webhook = service.get("apps/v1", "Deployment", isolator["webhook"], isolator["namespace"])
     kai_runs = claims.c2_kai_runs(deployments, kai["workloads"], kai["namespace"])["holds"]
-    return provenance(scheduler, webhook), kai_runs
+    node = service.get("v1", "Node", params["lab"]["gpu_node"])
+    daemonsets = service.list("apps/v1", "DaemonSet") if node else []
+    return provenance(scheduler, webhook, node, daemonsets), kai_runs
 
 
 def sim_processes(claim_id, found):

@@ -75,6 +75,7 @@ def host_leftovers(workdir, bridge):
         rules=[line for line in rules.splitlines() if "gpulab.kai_hami sim node" in line and "nodetest" in line],
         workdir=os.path.exists(workdir),
         cni_results=list(os.listdir("/var/lib/cni/results")) if os.path.isdir("/var/lib/cni/results") else [],
+        kubelet_files=sorted(os.listdir("/var/lib/kubelet/device-plugins")) if os.path.isdir("/var/lib/kubelet/device-plugins") else [],
     )
 
 
@@ -149,7 +150,7 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
         down = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert down.returncode == 0, down.stdout[-3000:]
     left = host_leftovers(workdir, bridge or "gk-none")
-    assert left == dict(processes=[], mounts=[], links=[], rules=[], workdir=False, cni_results=[]), left
+    assert left == dict(processes=[], mounts=[], links=[], rules=[], workdir=False, cni_results=[], kubelet_files=[]), left
     second = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert second.returncode == 0
     assert re.search(r"localhost\s*:.*changed=0\s", second.stdout), second.stdout[-1500:]

@@ -499,7 +499,8 @@ def test_c9_counts_the_whole_gpu_pods_request():
 def test_each_claim_has_its_text_and_what_decided_it():
     origin = {"kai": "KAI v9", "isolator": "iso stand-in"}
     assert sorted(claims.CLAIMS) == sorted(claims.DECIDED_BY) == ["C%d" % n for n in range(1, 10)]
-    assert claims.decided_by("C1", origin, "gpu-0") == "node gpu-0's status (allocatable nvidia.com/gpu)"
+    assert claims.decided_by("C1", origin, "gpu-0") == "the node's status: node gpu-0's allocatable nvidia.com/gpu"
+    assert claims.decided_by("C1", dict(origin, gpus="NVIDIA's device plugin v1"), "gpu-0").startswith("NVIDIA's device plugin v1: node gpu-0")
     assert claims.decided_by("C7", origin, "gpu-0").startswith("KAI v9: admission") and "iso stand-in: mounts" in claims.decided_by("C7", origin, "gpu-0")
     assert claims.claim_text("C8", "nvml_unavailable") == "Boundary: shared pod cannot run"
     assert claims.claim_text("C8", "reserved") == "Boundary: the reservation succeeds, the shared pod binds"
