@@ -16,7 +16,8 @@ Then, for each run, the slowest tasks (summed over their loops), to show where t
 last one machine-readable line:
 ``bench-lab first_s=<s> rerun_s=<s> rerun_ratio=<x> verify_s=<s> cleanup_s=<s>``.
 
-usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--reservation-timeout 40] [--slowest 12]   (make bench-lab)
+usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--node-runtime kwok|kubelet] [--reservation-timeout 40]
+                                [--slowest 12]   (make bench-lab; --node-runtime kubelet runs the GPU node as a real node, as root)
 """
 
 import argparse
@@ -95,6 +96,8 @@ def changed(timed):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boundary", default="library_missing", choices=["library_missing", "mock_nvml"])
+    parser.add_argument("--node-runtime", default="kwok", choices=["kwok", "kubelet"],
+                        help="the sim's GPU node: played by kwok, or a real node (kubelet and containerd; root)")
     parser.add_argument("--reservation-timeout", type=int, default=40)
     parser.add_argument("--slowest", type=int, default=12, help="how many of each run's slowest tasks to list")
     args = parser.parse_args()
@@ -102,7 +105,7 @@ def main():
     sim = os.path.join(work, "sim")
     extra = dict(lab11_platform="sim", lab11_cluster_name=NAME, sim_cluster_workdir=sim,
                  lab11_kubeconfig=os.path.join(sim, "kubeconfig"), lab11_report_dir=os.path.join(work, "report"),
-                 lab11_boundary=args.boundary,
+                 lab11_boundary=args.boundary, lab11_sim_node_runtime=args.node_runtime,
                  lab11_reservation_timeout=args.reservation_timeout)
     runs = []
     cost = None
@@ -122,7 +125,8 @@ def main():
     for _label, _wall, timed, _rc in runs:
         steps += [step for step in timed["steps"] if step not in steps]
     width = max(len(step) for step in steps + ["wall time (whole run)"])
-    print("Lab 11 on the sim, boundary %s, seconds (warm binaries)" % args.boundary)
+    print("Lab 11 on the sim, boundary %s, GPU node %s, seconds (warm binaries)"
+          % (args.boundary, "real (kubelet, containerd)" if args.node_runtime == "kubelet" else "played by kwok"))
     print("%-*s" % (width, "step") + "".join("%15s" % label for label, _w, _t, _rc in runs))
     for step in steps:
         print("%-*s" % (width, step) + "".join("%15.1f" % timed["steps"].get(step, 0.0) for _l, _w, timed, _rc in runs))

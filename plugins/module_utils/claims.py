@@ -73,17 +73,19 @@ NOT_WAITED_LINE = "not waited for: C2 found KAI not running"
 # claim depends on. The cluster's own processes (etcd, kube-apiserver, kube-controller-manager,
 # kwok) serve every claim; the sim's agent keeps KAI's Deployments' readiness; KAI decides the
 # queue, scheduling, accounting, admission and reservation claims, and its admission webhook
-# (failurePolicy Fail) admits C4's dry-run pod; the isolator injects.
+# (failurePolicy Fail) admits C4's dry-run pod; the isolator injects. A real GPU node's kubelet and
+# containerd (part "node") advertise C1's GPUs (the device plugin runs there) and run the pods
+# of C5, C8 and C9.
 CLAIM_PARTS = {
-    "C1": ("cluster",),
+    "C1": ("cluster", "node"),
     "C2": ("cluster", "agent", "kai"),
     "C3": ("cluster", "kai"),
     "C4": ("cluster", "kai", "isolator"),
-    "C5": ("cluster", "kai"),
+    "C5": ("cluster", "kai", "node"),
     "C6": ("cluster", "kai"),
     "C7": ("cluster", "kai", "isolator"),
-    "C8": ("cluster", "kai"),
-    "C9": ("cluster", "kai", "isolator"),
+    "C8": ("cluster", "kai", "node"),
+    "C9": ("cluster", "kai", "isolator", "node"),
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NEWLINE = re.compile(r"\s*\n\s*")

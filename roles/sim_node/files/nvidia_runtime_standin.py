@@ -57,8 +57,8 @@ def bundle_of(args, start):
 def wants_gpus(env):
     """Whether a process environment asks for GPUs the way the device plugin's allocation does."""
     for item in env or []:
-        name, _sep, value = item.partition("=")
-        if name == VISIBLE:
+        name, sep, value = item.partition("=")
+        if name == VISIBLE and sep:
             return value.strip() not in ("", "void", "none")
     return False
 
