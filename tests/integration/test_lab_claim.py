@@ -25,7 +25,8 @@ def test_c1_holds_for_the_nodes_count_and_fails_for_another(module, kube, sim_cl
     assert held["changed"] is False
     assert (held["record"]["id"], held["record"]["ok"], held["record"]["verdict"]) == ("C1", True, "holds")
     assert held["record"]["evidence"] == ["node %s allocatable nvidia.com/gpu: %d (expected %d)" % (sim_cluster["gpu_node"], gpus, gpus)]
-    assert held["record"]["decided_by"] == "the node's status as written for the node kwok plays: node %s's allocatable nvidia.com/gpu" % sim_cluster["gpu_node"]
+    assert held["record"]["decided_by"] == ("the node's status as written for the node kwok plays: node %s's allocatable nvidia.com/gpu"
+                                            % sim_cluster["gpu_node"])
 
     failed = module("lab_claim", claim="C1", lab=lab(sim_cluster, gpu_count=gpus + 1))
     assert not failed.get("failed"), failed
