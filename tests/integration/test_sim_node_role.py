@@ -8,6 +8,7 @@ a killed kubelet stops exec and a re-run heals it, and cleanup leaves nothing (a
 second cleanup changes nothing).
 """
 
+import glob
 import os
 import re
 import subprocess
@@ -76,6 +77,7 @@ def host_leftovers(workdir, bridge):
         workdir=os.path.exists(workdir),
         cni_results=list(os.listdir("/var/lib/cni/results")) if os.path.isdir("/var/lib/cni/results") else [],
         kubelet_files=sorted(os.listdir("/var/lib/kubelet/device-plugins")) if os.path.isdir("/var/lib/kubelet/device-plugins") else [],
+        cgroups=sorted(glob.glob("/sys/fs/cgroup/*/kubepods") + glob.glob("/sys/fs/cgroup/kubepods")),
     )
 
 
@@ -150,7 +152,7 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
         down = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert down.returncode == 0, down.stdout[-3000:]
     left = host_leftovers(workdir, bridge or "gk-none")
-    assert left == dict(processes=[], mounts=[], links=[], rules=[], workdir=False, cni_results=[], kubelet_files=[]), left
+    assert left == dict(processes=[], mounts=[], links=[], rules=[], workdir=False, cni_results=[], kubelet_files=[], cgroups=[]), left
     second = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert second.returncode == 0
     assert re.search(r"localhost\s*:.*changed=0\s", second.stdout), second.stdout[-1500:]
