@@ -9,7 +9,7 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: sim_node_host_info
-short_description: Whether this host can run the sim platform's real node (kubelet and containerd), and how
+short_description: Whether the host can run the sim platform's real node (kubelet and containerd), and how
 version_added: 0.1.0
 author:
   - gpulab.kai_hami contributors (@gpulab)
@@ -72,7 +72,7 @@ can_run:
   returned: always
   type: bool
 problems:
-  description: What stops a real node on this host, one sentence each, saying what is needed.
+  description: What stops a real node on the host, one sentence each, saying what is needed.
   returned: always
   type: list
   elements: str
@@ -86,15 +86,15 @@ cgroup_version:
   returned: always
   type: int
 restrict_oom_score_adj:
-  description: containerd's C(restrict_oom_score_adj) for this host.
+  description: containerd's C(restrict_oom_score_adj) for the host.
   returned: always
   type: bool
 fail_cgroup_v1:
-  description: The kubelet's C(failCgroupV1) for this host.
+  description: The kubelet's C(failCgroupV1) for the host.
   returned: always
   type: bool
 fail_swap_on:
-  description: The kubelet's C(failSwapOn) for this host.
+  description: The kubelet's C(failSwapOn) for the host.
   returned: always
   type: bool
 """
