@@ -28,8 +28,10 @@ def image_tag(deployment):
     return name.split(":", 1)[1] if ":" in name else ""
 
 
-# The nvml_mock role's sim mode marks the node whose mock driver root it placed.
+# The nvml_mock role's sim mode marks the node whose mock driver root it placed; the sim_node role
+# marks a real node whose runtime handler nvidia is its stand-in for NVIDIA's container runtime.
 NVML_STANDIN_ANNOTATION = "gpulab.kai-hami/nvml-mock"
+RUNTIME_STANDIN_ANNOTATION = "gpulab.kai-hami/nvidia-container-runtime"
 DEVICE_PLUGIN_IMAGE = "k8s-device-plugin"
 
 
@@ -94,5 +96,6 @@ def provenance(kai_deployment, isolator_deployment, node=None, daemonsets=None):
     else:
         isolator = "kai-resource-isolator (not found)"
     gpus, gpu_stand_ins = gpus_origin(node, daemonsets)
+    runtime = _annotations(node).get(RUNTIME_STANDIN_ANNOTATION)
     return {"kai_version": kai_version, "kai": kai, "isolator": isolator, "gpus": gpus,
-            "node": node_runtime(node)[1] if node else "", "stand_ins": gpu_stand_ins + stand_ins}
+            "node": node_runtime(node)[1] if node else "", "stand_ins": gpu_stand_ins + ([runtime] if runtime else []) + stand_ins}

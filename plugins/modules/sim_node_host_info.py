@@ -145,8 +145,7 @@ def host_facts(proc_root, cgroup_root, euid, commands, path):
     problems = []
     conditions = []
     if euid != 0:
-        problems.append("a real node runs a kubelet and containerd, which need root: run the play as root"
-                        " (become: true), or set sim_cluster_node_runtime=kwok for a node played by kwok")
+        problems.append("a real node runs a kubelet and containerd, which need root: run the play as root (become: true)")
     missing = [command for command in commands if not find(command, path)]
     if missing:
         problems.append("the real node needs %s on the PATH (Debian: apt-get install iptables iproute2 mount)"

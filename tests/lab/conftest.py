@@ -5,7 +5,9 @@ tests/unit and tests/integration), so the integration tests' shared cluster is g
 Molecule runs through pytest so that a Molecule failure is a failed test. The ``sim`` scenario
 is run once, without its final destroy: the tests of playbooks/lab11.yml then use the lab it
 converged (each process killed in turn, the late-label experiment, cleanup), and the scenario is
-destroyed at the end of the session.
+destroyed at the end of that module. The lab's GPU node is a real node (kubelet and containerd),
+and the host runs one real node at a time, so the labs made from nothing run one after another:
+this module's, then the ``sim`` scenario's, then the ``sim_crossed`` scenario's.
 """
 
 import os
@@ -45,9 +47,9 @@ def step_succeeded(output, scenario, step):
     return re.search(r"^%s (?:>|➜) %s: Executed: Successful\s*$" % (scenario, step), output, re.M) is not None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def molecule_sim():
-    """``molecule test -s sim --destroy never``; the lab it converged stays up for the session."""
+    """``molecule test -s sim --destroy never``; the lab it converged stays up for the module's tests."""
     returncode, output = molecule("test", "-s", "sim", "--destroy", "never")
     yield dict(returncode=returncode, output=output, name=MOLECULE_SIM_NAME,
                workdir=os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "sim", MOLECULE_SIM_NAME))

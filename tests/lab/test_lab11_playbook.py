@@ -19,7 +19,7 @@ import time
 import pytest
 from kubernetes import config, dynamic
 
-from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids
+from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids, step_succeeded
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAB = os.path.join(ROOT, "playbooks", "lab11.yml")
@@ -52,8 +52,38 @@ def sim_leaders(workdir, parts=("kai", "kai-resource-isolator", "agent")):
     return [pid for sub in parts for pid in sim_process_pids(os.path.join(workdir, sub))]
 
 
+def pinned_versions():
+    """The sim's pinned versions (roles/sim_cluster/files/sim-bin/versions.env), by name."""
+    versions = {}
+    with open(os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "versions.env")) as handle:
+        for line in handle:
+            name, sep, value = line.strip().partition("=")
+            if sep and not name.startswith("#"):
+                versions[name] = value
+    return versions
+
+
+def exec_in(workdir, pod, *command):
+    """``kubectl exec`` into a pod of the lab's default namespace: what the command printed."""
+    done = subprocess.run([os.path.join(BIN, "kubectl"), "--kubeconfig", os.path.join(workdir, "kubeconfig"), "exec", "-n", "default", pod, "--"]
+                          + list(command), capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, (pod, command, done.stderr)
+    return done.stdout
+
+
 def claims_of(tmp_path):
     return {c["id"]: c for c in json.loads((tmp_path / "report" / "claims.json").read_text())["claims"]}
+
+
+def test_molecule_test_sim(molecule_sim):
+    """The lab as written on the sim: create, converge, idempotence (0 changed), verify (all eight
+    claims, C8 the expected failure). Its destroy runs at the end of this module (conftest)."""
+    returncode, output = molecule_sim["returncode"], molecule_sim["output"]
+    assert returncode == 0, output[-6000:]
+    failed = [step for step in ("syntax", "create", "converge", "idempotence", "verify") if not step_succeeded(output, "sim", step)]
+    assert failed == [], output[-6000:]
+    # verify's own verdict on the claims report (molecule/sim/vars/lab11.yml says which must hold)
+    assert "holding: ['C1', 'C2', 'C3', 'C4', 'C5', 'C6', 'C7', 'C8']" in output, output[-6000:]
 
 
 # Every playbook-level variable with a wrong type or value, and the words the refusal must say.
@@ -148,7 +178,7 @@ def names(kube, api_version, kind, namespace=None):
 # admission writes C7's runtimeClass and limit, and admits C4's dry-run pod: failurePolicy Fail);
 # the isolator injects for C4 and C7.
 CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": {"C2"}, "kai": {"C2", "C3", "C4", "C5", "C6", "C7", "C8"},
-                  "isolator": {"C4", "C7"}}
+                  "isolator": {"C4", "C7"}, "node": {"C1", "C5", "C8"}}
 BESIDE = "lab11-beside"  # the second lab's cluster name
 # kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
 CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiserver", "etcd"]
@@ -157,7 +187,8 @@ CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiser
 def sim_processes(workdir, cluster_name=NAME):
     """Every process of a lab on the sim by part, from its pid file: [(part, name, pid)], in the order the crash test kills them."""
     dirs = [("kai", os.path.join(workdir, "kai")), ("isolator", os.path.join(workdir, "kai-resource-isolator")),
-            ("agent", os.path.join(workdir, "agent")), ("cluster", os.path.join(workdir, "kwok", "clusters", cluster_name, "pids"))]
+            ("agent", os.path.join(workdir, "agent")), ("node", os.path.join(workdir, "node", "processes")),
+            ("cluster", os.path.join(workdir, "kwok", "clusters", cluster_name, "pids"))]
     found = []
     for part, directory in dirs:
         pids = pid_files(directory)
@@ -176,8 +207,9 @@ def lab_state(kube):
 
 
 def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it_on_its_data(molecule_sim, tmp_path):
-    """Kill every process of the sim in turn (KAI's, the isolator stand-in, the agent, then kwok,
-    kube-controller-manager, kube-apiserver and etcd): after each kill, --tags verify fails the
+    """Kill every process of the sim in turn (KAI's, the isolator stand-in, the agent, the real
+    node's containerd and kubelet, then kwok, kube-controller-manager, kube-apiserver and etcd):
+    after each kill, --tags verify fails the
     claims that need it, naming it with its pid, while the claims needing nothing killed yet still
     hold; then a plain re-run starts each again, on the same etcd data, and every claim holds."""
     assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
@@ -188,7 +220,8 @@ def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it
     before = lab_state(kube)
     assert before["queues"] and before["labels"] and all(before["pods"].values()), before
     processes = sim_processes(workdir)
-    assert {part for part, _n, _p in processes} == set(CLAIMS_NEEDING) and len(processes) >= 13, processes
+    assert {part for part, _n, _p in processes} == set(CLAIMS_NEEDING) and len(processes) >= 15, processes
+    assert {name for part, name, _p in processes if part == "node"} == {"containerd", "kubelet"}, processes
     killed, killed_parts = [], set()
     try:
         for part, name, pid in processes:
@@ -296,7 +329,9 @@ def lab_listeners(workdir, cluster_name=NAME):
 
 
 def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leaves_the_first_healthy(molecule_sim, tmp_path):
-    """Two lab11_cluster_names on one machine: the second, made from nothing by a run interrupted
+    """Two lab11_cluster_names on one machine. A second real node is refused before anything of
+    it is created, naming the first's kubelet (kubelets share the host's device plugin
+    directory). The second lab with a node kwok plays, made from nothing by a run interrupted
     (Ctrl-C) as its cluster starts and a re-run, comes up beside the first with every claim
     holding, neither shares a listener port or a file with the other, and cleaning the second
     leaves the first's processes (same pids), listeners and claims as they were."""
@@ -305,9 +340,16 @@ def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leav
     first = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "first" / "report"),
                  lab11_wait_timeout=120)
     (tmp_path / "first").mkdir()
-    second = lab_vars(tmp_path / "second", lab11_cluster_name=BESIDE)
-    second_dir = second["sim_cluster_workdir"]
     first_processes, first_listeners = sim_processes(first_dir), lab_listeners(first_dir)
+    real = lab_vars(tmp_path / "real", lab11_cluster_name=BESIDE)
+    (tmp_path / "real").mkdir()
+    refused = run_playbook(real, playbook=LAB)
+    kubelet = [pid for part, name, pid in first_processes if (part, name) == ("node", "kubelet")]
+    assert refused.returncode != 0 and "another real node runs on the host (pid %d:" % kubelet[0] in refused.stdout, refused.stdout[-4000:]
+    assert "lab11_sim_node_runtime=kwok" in refused.stdout and "Nothing was created" in refused.stdout
+    assert not os.path.exists(real["sim_cluster_workdir"]) and not (tmp_path / "real" / "report").exists()
+    second = lab_vars(tmp_path / "second", lab11_cluster_name=BESIDE, lab11_sim_node_runtime="kwok")
+    second_dir = second["sim_cluster_workdir"]
     try:
         (tmp_path / "second").mkdir()
         returncode, output = interrupted_run(second, "cluster")  # Ctrl-C as the second lab's cluster starts
@@ -366,7 +408,15 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         assert claims["C8"]["verdict"] == "holds (expected failure)"
         assert any("unable to initialize NVML: ERROR_LIBRARY_NOT_FOUND" in line for line in claims["C8"]["evidence"])
         assert report["platform"] == "sim" and report["kai_version"].startswith("v0.1")
-        assert "stand-in" in report["isolator"] and report["stand_ins"] == [report["isolator"]]
+        # the GPU node is real: its kubelet and containerd as built (versions.env), the GPUs advertised by
+        # NVIDIA's device plugin on the nvml-mock stand-in, and the stand-ins named
+        versions = pinned_versions()
+        assert report["node"] == "kubelet %s, containerd %s" % (versions["K8S_VERSION"], versions["CONTAINERD_VERSION"].lstrip("v")), report
+        assert claims["C1"]["decided_by"].startswith("%d: node %s's allocatable nvidia.com/gpu" % (PROFILE["count"], NODE))
+        assert "NVIDIA's device plugin %s through the kubelet's device manager" % versions["DEVICE_PLUGIN_VERSION"] in claims["C1"]["decided_by"]
+        assert "stand-in" in report["isolator"] and report["isolator"] in report["stand_ins"]
+        assert [s for s in report["stand_ins"] if "nvml-mock stand-in" in s] and len(report["stand_ins"]) == 3, report["stand_ins"]
+        assert [s for s in report["stand_ins"] if "NVIDIA container runtime stand-in" in s], report["stand_ins"]
         assert report["kai_version"] in claims["C6"]["decided_by"] and "stand-in" in claims["C4"]["decided_by"]
 
         kube = client(os.path.join(workdir, "kubeconfig"))
@@ -407,12 +457,21 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
                                              + names(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"))
 
         # Every listener of the cluster and of the lab's own processes is on 127.0.0.1 (KAI's
-        # programs listen inside their own network namespaces, and show only through relays).
+        # programs listen inside their own network namespaces, and show only through relays), but
+        # the kubelet's API, on the node's own address (its bridge's), as on a kind node.
         pids = cluster_pids(workdir, NAME)
-        leaders = sim_leaders(workdir)
+        leaders = sim_leaders(workdir, ("kai", "kai-resource-isolator", "agent", os.path.join("node", "processes")))
         listening = listeners_of(pids + session_members(leaders))
         print("listeners: %s" % listening)
-        assert len(listening) >= 15 and all(address.startswith("127.0.0.1:") for address, pid in listening), listening
+        internal_ip = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"][0]
+        assert internal_ip.startswith("10.") and "%s:%s" % (internal_ip, node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]) in {
+            address for address, _pid in listening}, listening
+        assert len(listening) >= 17 and all(address.startswith("127.0.0.1:") for address, pid in listening
+                                            if not address.startswith(internal_ip + ":")), listening
+        # C5's pod runs its command (sleep) in a container of the real node: the container's PID 1
+        spec = kube.resources.get(api_version="v1", kind="Pod").get(name="kai-whole-gpu", namespace="default").to_dict()["spec"]["containers"][0]
+        command = (spec.get("command") or []) + (spec.get("args") or [])
+        assert command[0] == "sleep" and exec_in(workdir, "kai-whole-gpu", "cat", "/proc/1/cmdline").split("\0")[:-1] == command
 
         every_claim_can_fail(variables, tmp_path)
 
@@ -525,11 +584,12 @@ def late_label_experiment(kube, variables, workdir):
     pods = kube.resources.get(api_version="v1", kind="Pod")
     bind_requests = kube.resources.get(api_version="scheduling.run.ai/v1alpha2", kind="BindRequest")
     label = nodes.get(name=NODE).to_dict()["metadata"]["labels"]["nvidia.com/gpu.memory"]
+    image = pods.get(name="kai-whole-gpu", namespace="default").to_dict()["spec"]["containers"][0]["image"]  # one the node has
     nodes.patch(name=NODE, body={"metadata": {"labels": {"nvidia.com/gpu.memory": None}}}, content_type="application/merge-patch+json")
     pods.create(namespace="default", body={
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "lab11-late-label", "labels": {"kai.scheduler/queue": "default-queue"}, "annotations": {"gpu-memory": "4096"}},
-        "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "app", "image": "busybox:1.37", "command": ["sleep", "3600"]}]}})
+        "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "app", "image": image, "command": ["sleep", "3600"]}]}})
     try:
         time.sleep(10)
         unlabelled = [b["metadata"]["name"] for b in bind_requests.get(namespace="default").to_dict()["items"]

@@ -1,7 +1,7 @@
 """What decided C1: the node kwok plays, or NVIDIA's device plugin through a real kubelet, and the stand-ins named."""
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.provenance import (
-    NVML_STANDIN_ANNOTATION, device_plugin_version, node_runtime, provenance)
+    NVML_STANDIN_ANNOTATION, RUNTIME_STANDIN_ANNOTATION, device_plugin_version, node_runtime, provenance)
 
 REAL = {"metadata": {"name": "n", "annotations": {NVML_STANDIN_ANNOTATION: "nvml-mock stand-in X"}},
         "status": {"nodeInfo": {"kubeletVersion": "v1.35.8", "containerRuntimeVersion": "containerd://2.4.2"}}}
@@ -32,3 +32,11 @@ def test_on_a_node_kwok_plays_nothing_advertises_the_gpus():
     origin = provenance(None, None, KWOK, [PLUGIN])
     assert "kwok" in origin["gpus"] and "device plugin" not in origin["gpus"]
     assert origin["stand_ins"] == []
+
+
+def test_the_nvidia_runtime_stand_in_of_a_real_node_is_named_between_the_gpus_and_the_isolator():
+    node = {"metadata": {"name": "n", "annotations": {NVML_STANDIN_ANNOTATION: "nvml-mock stand-in X", RUNTIME_STANDIN_ANNOTATION: "runtime stand-in Y"}},
+            "status": REAL["status"]}
+    isolator = {"metadata": {"annotations": {"gpulab.kai-hami/runs": "isolator stand-in Z"}}}
+    assert provenance(None, isolator, node, [PLUGIN])["stand_ins"] == ["nvml-mock stand-in X", "runtime stand-in Y", "isolator stand-in Z"]
+    assert provenance(None, isolator, REAL, [PLUGIN])["stand_ins"] == ["nvml-mock stand-in X", "isolator stand-in Z"]
