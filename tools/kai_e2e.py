@@ -43,6 +43,7 @@ BIN = os.path.dirname(sys.executable)
 SIM_BIN = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin")
 BUILD = os.path.join(SIM_BIN, "build.sh")
 CLUSTER = "kai-e2e"
+REAL_NODE = "a real node: kubelet, containerd, NVIDIA's device plugin on the nvml-mock stand-in"
 
 
 def binary_name(suite):
@@ -173,6 +174,8 @@ def main():
                         "failure, or passed/skipped counts other than the list's, fails")
     parser.add_argument("--suite", action="append", default=[], help="run this suite of the list (repeatable)")
     parser.add_argument("--nodes", type=int, default=4, help="sim nodes of 8 GPUs")
+    parser.add_argument("--node-runtime", default="kubelet", choices=["kubelet", "kwok"],
+                        help="the first GPU node: a real node (kubelet, containerd; as root), or one kwok plays like the others")
     parser.add_argument("--timeout", type=int, default=20, help="minutes per suite (Ginkgo's --ginkgo.timeout)")
     parser.add_argument("--report-dir", default=os.path.join(ROOT, "kai-e2e-report"))
     parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
@@ -210,14 +213,16 @@ def main():
                                            os.path.join(args.report_dir, "inventory", name + ".xml"), work)
     memory = MemorySampler()
     memory.start()
-    extra = dict(kai_e2e_cluster=CLUSTER, kai_e2e_workdir=os.path.join(work, "sim"), kai_e2e_nodes=args.nodes)
+    extra = dict(kai_e2e_cluster=CLUSTER, kai_e2e_workdir=os.path.join(work, "sim"), kai_e2e_nodes=args.nodes,
+                 kai_e2e_node_runtime=args.node_runtime)
     cleanup = dict(cleanup_cluster_name=CLUSTER, sim_cluster_workdir=os.path.join(work, "sim"))
     records, setup, run_s, cluster_s = [], [], 0.0, 0.0
     try:
         code, cluster_s = playbook(os.path.join(ROOT, "tests", "kai_e2e", "cluster.yml"), extra)
         if code != 0:
             sys.exit("the sim cluster for KAI's e2e suites did not come up")
-        print("cluster %s up in %.0f s (%d nodes x 8 GPUs, KAI %s, mock NVML)" % (CLUSTER, cluster_s, args.nodes, version))
+        print("cluster %s up in %.0f s (%d nodes x 8 GPUs, the first %s, KAI %s, mock NVML)"
+              % (CLUSTER, cluster_s, args.nodes, REAL_NODE if args.node_runtime == "kubelet" else "played by kwok", version))
         env = dict(os.environ, KUBECONFIG=os.path.join(work, "sim", "kubeconfig"))
         for suite in suites:
             name = suite["suite"].replace("/", "-")
@@ -244,7 +249,8 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     for entry in excluded:
         records += report.excluded_suite(entry, specs[entry["suite"]], not_built.get(entry["suite"]))
-    cluster = "%d sim nodes of 8 GPUs, the mock NVML library, the fixtures of tests/kai_e2e/fixtures.yaml.j2" % args.nodes
+    cluster = "%d sim nodes of 8 GPUs (the first %s), the mock NVML library, the fixtures of tests/kai_e2e/fixtures.yaml.j2" % (
+        args.nodes, REAL_NODE if args.node_runtime == "kubelet" else "played by kwok")
     meta = dict(kai_version=version, seed=spec["seed"], date=time.strftime("%Y-%m-%d"), scope=scope,
                 cluster=cluster, build_s=build_s, cluster_s=cluster_s,
                 run_s=run_s, peak_mib=memory.peak_mib, baseline_mib=memory.baseline_mib,

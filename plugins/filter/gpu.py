@@ -13,6 +13,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.gpu_profiles impor
     GpuProfileError,
     gpu_nodes,
     gpu_profile,
+    mock_gpu_uuids,
 )
 
 
@@ -25,6 +26,13 @@ def _plain(value):
     if isinstance(value, str):
         return str(value)
     return value
+
+
+def gpulab_mock_gpu_uuids(count, field="count"):
+    try:
+        return mock_gpu_uuids(_plain(count), field)
+    except GpuProfileError as error:
+        raise AnsibleFilterError(str(error))
 
 
 def gpulab_gpu_profile(value, field="gpu_profile"):
@@ -47,4 +55,4 @@ class FilterModule(object):
     """GPU profile filters."""
 
     def filters(self):
-        return {"gpu_profile": gpulab_gpu_profile, "gpu_nodes": gpulab_gpu_nodes}
+        return {"gpu_profile": gpulab_gpu_profile, "gpu_nodes": gpulab_gpu_nodes, "mock_gpu_uuids": gpulab_mock_gpu_uuids}

@@ -117,3 +117,13 @@ def gpu_nodes(nodes, default_profile, field="nodes", profile_field="gpu_profile"
     if twice:
         raise GpuProfileError("%s names %s more than once" % (field, ", ".join(twice)))
     return result
+
+
+# nvml-mock's GPU UUIDs (and the sim's mock NVML library's default): GPU-12345678-1234-1234-1234-1234567800NN.
+MOCK_UUID_PREFIX = "GPU-12345678-1234-1234-1234-1234567800"
+
+
+def mock_gpu_uuids(count, field="count"):
+    """The UUIDs of a node's ``count`` mock GPUs, in order (index NN, two digits)."""
+    count = _whole(count, field, 1, MAX_GPUS_PER_NODE)
+    return ["%s%02d" % (MOCK_UUID_PREFIX, index) for index in range(count)]

@@ -1,20 +1,33 @@
-"""The sim agent's own decisions: CRI log lines, and which GPU a reservation app reports."""
+"""The sim agent's own decisions: CRI log lines, placeholders' readiness, and which GPU a reservation app reports."""
 
 import argparse
 import importlib.util
 import os
 import re
+import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-_spec = importlib.util.spec_from_file_location("sim_agent", os.path.join(ROOT, "roles", "sim_cluster", "files", "sim_agent.py"))
-agent = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(agent)
+
+
+def load(path, name):
+    """A module of the roles' files, by path (they are programs, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sys.path.insert(0, os.path.join(ROOT, "roles", "sim_cluster", "files"))  # the agent's modules import each other
+cri_log = load("roles/sim_cluster/files/cri_log.py", "cri_log")
+placeholders = load("roles/sim_cluster/files/placeholders.py", "placeholders")
+pod_netns = load("roles/sim_cluster/files/pod_netns.py", "pod_netns")
+runner_module = load("roles/sim_kai/files/kai_reservation_runner.py", "kai_reservation_runner")
 
 UUIDS = ["GPU-%d" % i for i in range(3)]
 
 
 def test_cri_lines_are_what_kwok_reads():
-    line = agent.cri_line(b"hello world\n")
+    line = cri_log.cri_line(b"hello world\n")
     assert re.match(rb"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z stdout F hello world\n$", line), line
 
 
@@ -29,7 +42,7 @@ def reservation(name, node="n1", group=None, uuid=None):
 
 def runner(tmp_path):
     args = argparse.Namespace(state_dir=str(tmp_path), mock_nvml_dir="/lib", gpu_uuid=UUIDS)
-    return agent.Reservations(api=None, args=args)
+    return runner_module.Reservations(api=None, args=args)
 
 
 def test_a_new_group_gets_the_first_gpu_no_other_group_holds(tmp_path):
@@ -82,21 +95,21 @@ class FakeApi(object):
 
 
 def placeholder(name, url, ready=True, phase="Running"):
-    return {"metadata": {"name": name, "namespace": "kai-scheduler", "uid": name, "labels": {agent.STANDS_FOR_LABEL: name},
-                         "annotations": {agent.LOG_FILE_ANNOTATION: "/logs/%s.log" % name, agent.HEALTH_URL_ANNOTATION: url}},
+    return {"metadata": {"name": name, "namespace": "kai-scheduler", "uid": name, "labels": {placeholders.STANDS_FOR_LABEL: name},
+                         "annotations": {placeholders.LOG_FILE_ANNOTATION: "/logs/%s.log" % name, placeholders.HEALTH_URL_ANNOTATION: url}},
             "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
 def test_a_placeholder_is_ready_only_while_its_process_answers(monkeypatch):
     health = {"http://up": (True, "answered 200"), "http://down": (False, "connection refused")}
-    monkeypatch.setattr(agent, "check_health", lambda url, ca=None: health[url])
+    monkeypatch.setattr(placeholders, "check_health", lambda url, ca=None: health[url])
     api = FakeApi([placeholder("alive", "http://up"), placeholder("dead", "http://down"), placeholder("new", "http://down", phase="Pending")])
     known = {}
-    agent.placeholder_step(api, known)
+    placeholders.placeholder_step(api, known)
     assert api.ready == [("dead", False)]  # the live one stays Ready; a Pending pod is kwok's to make Running
     assert sorted(api.logs) == [("alive", "/logs/alive.log"), ("dead", "/logs/dead.log")]
     health["http://down"] = (True, "answered 200")
-    agent.placeholder_step(api, known)
+    placeholders.placeholder_step(api, known)
     assert api.ready == [("dead", False), ("dead", True)]
     assert len(api.logs) == 2  # one Logs object per pod
 
@@ -107,7 +120,6 @@ def test_a_program_started_in_a_namespace_reaches_the_host_port_and_binds_its_ow
     the host already uses (its namespace is its own), and its output lands in the CRI log."""
     import socket
     import subprocess
-    import sys
     import threading
     import time
 
@@ -130,8 +142,8 @@ def test_a_program_started_in_a_namespace_reaches_the_host_port_and_binds_its_ow
                "s = socket.create_connection(('127.0.0.1', %d)); print(s.recv(100).decode(), flush=True)\n"
                "b = socket.socket(); b.bind(('127.0.0.1', %d)); print('bound', flush=True)\n" % (port, taken.getsockname()[1]))
     log_path = str(tmp_path / "app.log")
-    log = agent.CriLog(log_path)
-    proc, listeners = agent.start_in_namespace([sys.executable, "-c", program], dict(os.environ), str(tmp_path), [port], log)
+    log = cri_log.CriLog(log_path)
+    proc, listeners = pod_netns.start_in_namespace([sys.executable, "-c", program], dict(os.environ), str(tmp_path), [port], log)
     try:
         assert proc.wait(timeout=30) == 0
     except subprocess.TimeoutExpired:

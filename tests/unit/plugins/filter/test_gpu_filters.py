@@ -1,9 +1,12 @@
 """GPU profiles and node lists (the gpu_profile and gpu_nodes filters) and the sim's placeholder Deployments."""
 
+import os
+import re
+
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpulab.kai_hami.plugins.filter.gpu import gpulab_gpu_nodes, gpulab_gpu_profile
+from ansible_collections.gpulab.kai_hami.plugins.filter.gpu import gpulab_gpu_nodes, gpulab_gpu_profile, gpulab_mock_gpu_uuids
 from ansible_collections.gpulab.kai_hami.plugins.filter.sim import sim_placeholder
 
 A100 = {"name": "a100", "product": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "count": 8}
@@ -115,3 +118,15 @@ def test_the_default_profile_is_named_in_its_errors():
     with pytest.raises(AnsibleFilterError) as error:
         gpulab_gpu_nodes(["lab-control-plane"], {"name": "a100", "count": 0}, "lab_nodes", "lab_gpu_profile")
     assert "lab_gpu_profile.count must be 1 to 64, got 0" in str(error.value)
+
+
+def test_mock_gpu_uuids_are_the_mock_nvml_librarys_own_defaults():
+    """The roles' UUIDs and the C library's default (its snprintf format) name the same GPUs."""
+    source = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sim_cluster", "files", "sim-bin", "mock-nvml", "mock_nvml.c")
+    with open(source) as handle:
+        fmt = re.search(r'snprintf\(uuids\[i\], sizeof uuids\[0\], "([^"]+)", i\)', handle.read()).group(1)
+    assert gpulab_mock_gpu_uuids(3) == [fmt.replace("%02d", "%02d" % i) for i in range(3)]
+    assert gpulab_mock_gpu_uuids("12")[11].endswith("11") and len(set(gpulab_mock_gpu_uuids(64))) == 64
+    for bad in (0, 65, "x", True):
+        with pytest.raises(AnsibleFilterError, match="count must be"):
+            gpulab_mock_gpu_uuids(bad)
