@@ -357,6 +357,12 @@ def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leav
         up = run_playbook(second, playbook=LAB)
         assert up.returncode == 0, up.stdout[-6000:]
         assert [c for c, v in claims_of(tmp_path / "second").items() if not v["ok"]] == []
+        # its node's runtime was chosen when it was made: asking for a real node now changes nothing
+        before = sim_processes(second_dir, BESIDE)
+        switched = run_playbook(dict(second, lab11_sim_node_runtime="kubelet"), playbook=LAB)
+        assert switched.returncode != 0 and "sim cluster %s was made with its GPU node played by kwok" % BESIDE in switched.stdout, \
+            switched.stdout[-3000:]
+        assert "Nothing was changed" in switched.stdout and sim_processes(second_dir, BESIDE) == before
         second_listeners = lab_listeners(second_dir, BESIDE)
         print("listeners: first %s; second %s" % (sorted(a for a, _p in first_listeners), sorted(a for a, _p in second_listeners)))
         assert second_listeners and not {a for a, _p in first_listeners} & {a for a, _p in second_listeners}
