@@ -168,6 +168,23 @@ def reclassify(report_dir):
     return 1 if counts["ours"] else 0
 
 
+SANDBOX = re.compile(r'RunPodSandbox for name:\\"([^\\"]+)\\" uid:\\"([^\\"]+)\\" namespace:\\"([^\\"]+)\\" returns sandbox id')
+
+
+def real_node_pods(workdir):
+    """``{namespace: pods}`` the real node ran during the run, from containerd's log (one sandbox a pod)."""
+    pods = {}
+    try:
+        with open(os.path.join(workdir, "node", "logs", "containerd.log"), errors="replace") as handle:
+            for line in handle:
+                found = SANDBOX.search(line)
+                if found:
+                    pods.setdefault(found.group(3), set()).add(found.group(2))
+    except OSError:
+        pass
+    return {namespace: len(uids) for namespace, uids in pods.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gate", action="store_true", help="only the suites with gate: counts (make test runs these); any "
@@ -242,6 +259,11 @@ def main():
             setup += failed_setup
             counts = report.totals(found, failed_setup)
             print("%-32s %6.0f s  %s" % (suite["suite"], seconds, report.summary_line(counts)[len("kai-e2e: "):]))
+        if args.node_runtime == "kubelet":
+            ran = real_node_pods(os.path.join(work, "sim"))
+            specs_pods = sum(n for namespace, n in ran.items() if namespace not in ("kube-system", "kai-scheduler", "kai-resource-isolator"))
+            print("the real node ran %d pods of KAI's specs in containers (%s)"
+                  % (specs_pods, ", ".join("%s %d" % item for item in sorted(ran.items())) or "none"))
     finally:
         memory.stopped.set()
         if not args.keep:

@@ -1,6 +1,7 @@
 """The sim_cluster role: bad input refused before anything starts; a cluster on loopback only, idempotent,
 its nodes surviving kwok's re-initialization, nothing left after absent."""
 
+import json
 import os
 import re
 
@@ -48,6 +49,18 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
         print("listeners of the sim cluster: %s" % listening)
         assert len(listening) >= 5  # etcd (2), kube-apiserver, kube-controller-manager, kwok
         assert all(address.startswith("127.0.0.1:") for address, pid in listening), listening
+        # the agent's files, whose contents restart what runs them when they change, all exist: every
+        # module of the agent's directory that the agent's files import
+        with open(os.path.join(workdir, "made.json")) as handle:
+            agent_files = json.load(handle)["agent_files"]
+        assert agent_files and all(os.path.isfile(path) for path in agent_files), agent_files
+        files_dir = os.path.dirname(agent_files[0])
+        imported = set()
+        for path in agent_files:
+            with open(path) as handle:
+                imported |= {name for name in re.findall(r"^from (\w+) import", handle.read(), re.M)
+                             if os.path.isfile(os.path.join(files_dir, name + ".py"))}
+        assert imported and {os.path.join(files_dir, name + ".py") for name in imported} <= set(agent_files), (imported, agent_files)
 
         # A node that was not Ready (as the node controller marks it when kwok-controller was gone
         # longer than the grace period) is initialized again by kwok: it keeps its addresses, or the

@@ -256,3 +256,21 @@ def test_a_failed_build_of_the_sim_itself_stops_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(kai_e2e, "BUILD", str(script))
     with pytest.raises(SystemExit, match="building the sim failed"):
         kai_e2e.build(["upgrade"])
+
+
+def test_the_pods_the_real_node_ran_are_counted_once_each_from_containerds_log(tmp_path):
+    """One sandbox a pod: a pod whose sandbox was made again (same uid) counts once; the request
+    lines (without 'returns sandbox id') and other lines count nothing."""
+    logs = tmp_path / "node" / "logs"
+    logs.mkdir(parents=True)
+
+    def sandbox(name, uid, namespace, returns=True):
+        tail = ' returns sandbox id \\"%s\\""' % ("f" * 64) if returns else '"'
+        return ('time="2026-12-05T06:09:00Z" level=info msg="RunPodSandbox for name:\\"%s\\" uid:\\"%s\\" namespace:\\"%s\\"%s\n'
+                % (name, uid, namespace, tail))
+
+    (logs / "containerd.log").write_text(
+        sandbox("job-a", "u1", "kai-q1", returns=False) + sandbox("job-a", "u1", "kai-q1") + sandbox("job-a", "u1", "kai-q1")
+        + sandbox("job-b", "u2", "kai-q1") + sandbox("plugin", "u3", "kube-system") + 'level=info msg="something else"\n')
+    assert kai_e2e.real_node_pods(str(tmp_path)) == {"kai-q1": 2, "kube-system": 1}
+    assert kai_e2e.real_node_pods(str(tmp_path / "missing")) == {}
