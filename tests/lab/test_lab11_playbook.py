@@ -418,8 +418,9 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         # NVIDIA's device plugin on the nvml-mock stand-in, and the stand-ins named
         versions = pinned_versions()
         assert report["node"] == "kubelet %s, containerd %s" % (versions["K8S_VERSION"], versions["CONTAINERD_VERSION"].lstrip("v")), report
-        assert claims["C1"]["decided_by"].startswith("%d: node %s's allocatable nvidia.com/gpu" % (PROFILE["count"], NODE))
-        assert "NVIDIA's device plugin %s through the kubelet's device manager" % versions["DEVICE_PLUGIN_VERSION"] in claims["C1"]["decided_by"]
+        assert claims["C1"]["decided_by"].startswith("NVIDIA's device plugin %s through the kubelet's device manager"
+                                                     % versions["DEVICE_PLUGIN_VERSION"]), claims["C1"]["decided_by"]
+        assert claims["C1"]["decided_by"].endswith(": node %s's allocatable nvidia.com/gpu" % NODE), claims["C1"]["decided_by"]
         assert "stand-in" in report["isolator"] and report["isolator"] in report["stand_ins"]
         assert [s for s in report["stand_ins"] if "nvml-mock stand-in" in s] and len(report["stand_ins"]) == 3, report["stand_ins"]
         assert [s for s in report["stand_ins"] if "NVIDIA container runtime stand-in" in s], report["stand_ins"]
