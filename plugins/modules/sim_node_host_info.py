@@ -22,6 +22,8 @@ description:
     C(failCgroupV1=false)), a capability bounding set without C(CAP_SYS_RESOURCE), so no negative
     C(oom_score_adj) can be set (containerd's C(restrict_oom_score_adj=true)), swap on (the kubelet's
     C(failSwapOn=false)).
+  - C(kubelets) are the kubelets running on the host (whoever started them): kubelets share the host's
+    device plugin directory, so a host runs one real node at a time.
   - Reads only; changes nothing.
 attributes:
   check_mode:
@@ -97,6 +99,11 @@ fail_swap_on:
   description: The kubelet's C(failSwapOn) for the host.
   returned: always
   type: bool
+kubelets:
+  description: The kubelets running on the host (a process whose program is named C(kubelet)), each with C(pid) and C(command).
+  returned: always
+  type: list
+  elements: dict
 """
 
 import os
@@ -120,6 +127,28 @@ def bounding_set(status):
         if line.startswith("CapBnd:"):
             return int(line.split(":", 1)[1].strip(), 16)
     return None
+
+
+def kubelets(proc_root):
+    """``[{pid, command}]`` of the live processes whose program is named kubelet (argv[0]'s or the executable's name)."""
+    found = []
+    try:
+        entries = sorted((e for e in os.listdir(proc_root) if e.isdigit()), key=int)
+    except OSError:
+        return found
+    for entry in entries:
+        base = os.path.join(proc_root, entry)
+        status = read(os.path.join(base, "status")) or ""
+        if any(line.split()[1:2] in (["Z"], ["X"]) for line in status.splitlines() if line.startswith("State:")):
+            continue
+        argv = [arg for arg in (read(os.path.join(base, "cmdline")) or "").split("\0") if arg]
+        try:
+            program = os.readlink(os.path.join(base, "exe"))
+        except OSError:
+            program = ""
+        if "kubelet" in (os.path.basename(argv[0]) if argv else "", os.path.basename(program)):
+            found.append(dict(pid=int(entry), command=" ".join(argv)[:300]))
+    return found
 
 
 def swap_on(swaps):
@@ -169,7 +198,7 @@ def host_facts(proc_root, cgroup_root, euid, commands, path):
         conditions.append(dict(name="swap", setting="kubelet failSwapOn: false",
                                line="swap is on: the kubelet runs with failSwapOn: false"))
     return dict(can_run=not problems, problems=problems, conditions=conditions, cgroup_version=version,
-                restrict_oom_score_adj=restrict, fail_cgroup_v1=version != 1, fail_swap_on=not swap)
+                restrict_oom_score_adj=restrict, fail_cgroup_v1=version != 1, fail_swap_on=not swap, kubelets=kubelets(proc_root))
 
 
 def main():

@@ -95,3 +95,29 @@ def test_every_condition_at_once(tmp_path):
     result = facts(tmp_path, cgroup=1, swaps=["/swapfile"], cap_bnd=FULL_SET & ~(1 << CAP_SYS_RESOURCE))
     assert result["can_run"]
     assert sorted(condition["name"] for condition in result["conditions"]) == ["cgroup_v1", "no_cap_sys_resource", "swap"]
+
+
+def test_the_kubelets_running_are_listed_by_their_programs_name(tmp_path):
+    """A kubelet (by argv[0], or by its executable when argv[0] says otherwise) is listed; a zombie
+    kubelet, a process that only mentions a kubelet's file, and other programs are not."""
+    proc, cgroup, path = fake_host(tmp_path)
+
+    def process(pid, argv, state="S", exe=None):
+        entry = os.path.join(proc, str(pid))
+        os.mkdir(entry)
+        with open(os.path.join(entry, "cmdline"), "w") as handle:
+            handle.write("\0".join(argv) + "\0")
+        with open(os.path.join(entry, "status"), "w") as handle:
+            handle.write("Name:\tx\nState:\t%s (x)\n" % state)
+        if exe:
+            os.symlink(exe, os.path.join(entry, "exe"))
+
+    process(101, ["/opt/sim/bin/kubelet", "--config=/a/node/kubelet/config.yaml"])
+    process(102, ["kubelet-renamed", "--v=2"], exe="/usr/bin/kubelet")
+    process(103, ["/opt/sim/bin/kubelet", "--config=/b/node/kubelet/config.yaml"], state="Z")
+    process(104, ["tail", "-F", "/a/node/kubelet/config.yaml"])
+    process(105, ["/opt/sim/bin/containerd"])
+    found = host_facts(proc, cgroup, 0, COMMANDS, path)["kubelets"]
+    assert [k["pid"] for k in found] == [101, 102]
+    assert found[0]["command"] == "/opt/sim/bin/kubelet --config=/a/node/kubelet/config.yaml"
+    assert facts(tmp_path / "other")["kubelets"] == []
