@@ -43,6 +43,7 @@ BIN = os.path.dirname(sys.executable)
 SIM_BIN = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin")
 BUILD = os.path.join(SIM_BIN, "build.sh")
 CLUSTER = "kai-e2e"
+RESERVATIONS = "kai-resource-reservation"
 REAL_NODE = "a real node: kubelet, containerd, NVIDIA's device plugin on the nvml-mock stand-in"
 
 
@@ -261,9 +262,11 @@ def main():
             print("%-32s %6.0f s  %s" % (suite["suite"], seconds, report.summary_line(counts)[len("kai-e2e: "):]))
         if args.node_runtime == "kubelet":
             ran = real_node_pods(os.path.join(work, "sim"))
-            specs_pods = sum(n for namespace, n in ran.items() if namespace not in ("kube-system", "kai-scheduler", "kai-resource-isolator"))
-            print("the real node ran %d pods of KAI's specs in containers (%s)"
-                  % (specs_pods, ", ".join("%s %d" % item for item in sorted(ran.items())) or "none"))
+            ours = ("kube-system", "kai-scheduler", "kai-resource-isolator", RESERVATIONS)
+            specs = {namespace: n for namespace, n in ran.items() if namespace not in ours}
+            print("the real node ran, in containers: %d pods of KAI's specs (in %d of their namespaces), %d of KAI's reservation pods,"
+                  " and %d of its own (the device plugin, the placeholders)"
+                  % (sum(specs.values()), len(specs), ran.get(RESERVATIONS, 0), sum(n for namespace, n in ran.items() if namespace in ours[:3])))
     finally:
         memory.stopped.set()
         if not args.keep:
