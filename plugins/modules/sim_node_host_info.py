@@ -22,7 +22,7 @@ description:
     C(failCgroupV1=false)), a capability bounding set without C(CAP_SYS_RESOURCE), so no negative
     C(oom_score_adj) can be set (containerd's C(restrict_oom_score_adj=true)), swap on (the kubelet's
     C(failSwapOn=false)).
-  - C(kubelets) are the kubelets running on the host (whoever started them): kubelets share the host's
+  - C(kubelets) are the kubelets running on the host, whoever started them. Kubelets share the host's
     device plugin directory, so a host runs one real node at a time.
   - Reads only; changes nothing.
 attributes:
