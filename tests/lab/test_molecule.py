@@ -1,7 +1,7 @@
 """Molecule: the sim scenarios end to end (what `make test` promises), the kind scenario's syntax.
 
 The scenarios' verify steps judge the claims report themselves (molecule/shared/verify.yml);
-here the steps' own outcomes are asserted as well. The ``sim`` scenario runs in
+this module asserts the steps' own outcomes as well. The ``sim`` scenario runs in
 test_lab11_playbook.py, whose tests use the lab it converged; it is destroyed before this
 module's ``sim_crossed`` makes its own real node (the host runs one at a time).
 """
