@@ -39,6 +39,19 @@ def parse_pair(text, flag, sep=":"):
     return left, right
 
 
+def normalize(ref):
+    """The full name the kubelet asks containerd for (``busybox`` is ``docker.io/library/busybox:latest``;
+    ``registry/local/x:v1`` is ``docker.io/registry/local/x:v1``, its first part naming no host)."""
+    first, slash, rest = ref.partition("/")
+    if not slash:
+        ref = "docker.io/library/" + ref
+    elif "." not in first and ":" not in first and first != "localhost":
+        ref = "docker.io/" + ref
+    if "@" not in ref and ":" not in ref.rsplit("/", 1)[-1]:
+        ref += ":latest"
+    return ref
+
+
 def add_parents(tar, path, made):
     """Directory entries for every parent of ``path`` not yet in the layer."""
     parts = path.strip("/").split("/")[:-1]
@@ -138,13 +151,14 @@ def write_image(args):
     config_desc = dict(blob(dumps(config), blobs), mediaType=CONFIG_TYPE)
     manifest = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "config": config_desc, "layers": [layer_desc]}
     manifest_desc = dict(blob(dumps(manifest), blobs), mediaType=MANIFEST_TYPE)
-    tag = args.name.rsplit(":", 1)[1] if ":" in args.name.rsplit("/", 1)[-1] else "latest"
+    args.name = normalize(args.name)
+    tag = args.name.rsplit(":", 1)[1]
     manifest_desc["annotations"] = {"io.containerd.image.name": args.name, "org.opencontainers.image.ref.name": tag}
     index = {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": [manifest_desc]}
     digest_file = args.out + ".digest"
     if os.path.isfile(args.out) and os.path.isfile(digest_file):
         with open(digest_file) as handle:
-            if handle.read().strip() == manifest_desc["digest"]:
+            if handle.read().strip() == "%s %s" % (manifest_desc["digest"], args.name):
                 return manifest_desc["digest"], False
     if os.path.dirname(args.out):
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
@@ -156,7 +170,7 @@ def write_image(args):
             add_bytes(tar, "blobs/sha256/" + digest.split(":", 1)[1], data)
     os.rename(partial, args.out)
     with open(digest_file, "w") as handle:
-        handle.write(manifest_desc["digest"] + "\n")
+        handle.write("%s %s\n" % (manifest_desc["digest"], args.name))
     return manifest_desc["digest"], True
 
 

@@ -2,7 +2,8 @@
 # Build the binaries of the offline Kubernetes control plane used by the simulator
 # (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl, kwok-stages,
 # kai-crds) and KAI-scheduler's programs (kai-scheduler, kai-binder, kai-admission,
-# kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation), the real
+# kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation,
+# kai-operator; and kai-chart, KAI's Helm chart read from its module), the real
 # node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI plugins
 # cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes' pause)
 # from Go modules only (pause from the C file in Kubernetes' module), and our mock NVML library
@@ -394,9 +395,10 @@ fi
 # the old path's v0.16.0, go.v0.17.0.mod for KAI's own path). It is built from a copy in the
 # cache, so that go.sum lines Go adds (checked against the checksum database) never touch
 # the checkout.
-KAI_PROGRAMS=(scheduler binder admission podgrouper podgroupcontroller queuecontroller resourcereservation)
+KAI_PROGRAMS=(scheduler binder admission podgrouper podgroupcontroller queuecontroller resourcereservation operator)
 kai_wanted=0
 selected kai-crds && kai_wanted=1
+selected kai-chart && kai_wanted=1
 for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && kai_wanted=1; done
 if [[ "${kai_wanted}" == 1 ]]; then
   echo "${KAI_CHOICE}" >&2
@@ -436,6 +438,32 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
           "github.com/kai-scheduler/KAI-scheduler/cmd/${p}" \
           "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
       done
+      # KAI's chart and its CRD upgrader's script, read from KAI's module into the cache (never into
+      # the checkout): the kai_scheduler role installs the chart on the sim's real node, whose
+      # crd-upgrader image carries the script and the chart's CRDs.
+      if selected kai-chart; then
+        t0="$(date +%s.%N)"
+        kai_src="$(cd "${SCRIPT_DIR}/kai" && GOFLAGS=-mod=mod go mod download -json "${KAI_FLAGS[@]}" github.com/kai-scheduler/KAI-scheduler \
+                   | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))')" || kai_src=""
+        if [[ "${SIM_BIN_FORCE:-0}" != 1 && -f "${SIM_BIN_DIR}/kai-chart/kai-scheduler/Chart.yaml"
+              && "$(cat "${SIM_BIN_DIR}/kai-chart/source" 2>/dev/null)" == "github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" ]]; then
+          printf '%-24s cached  %6ss  (%s)\n' kai-chart "$(elapsed "${t0}" "$(date +%s.%N)")" "deployments/kai-scheduler of KAI ${KAI_VERSION}"
+        elif [[ -f "${kai_src}/deployments/kai-scheduler/Chart.yaml" && -f "${kai_src}/deployments/crd-upgrader/apply-crds.sh" ]]; then
+          rm -rf "${SIM_BIN_DIR}/kai-chart.tmp"
+          mkdir -p "${SIM_BIN_DIR}/kai-chart.tmp"
+          cp -r "${kai_src}/deployments/kai-scheduler" "${SIM_BIN_DIR}/kai-chart.tmp/kai-scheduler"
+          cp "${kai_src}/deployments/crd-upgrader/apply-crds.sh" "${SIM_BIN_DIR}/kai-chart.tmp/apply-crds.sh"
+          chmod -R u+w "${SIM_BIN_DIR}/kai-chart.tmp"
+          chmod 0755 "${SIM_BIN_DIR}/kai-chart.tmp/apply-crds.sh"  # as KAI's crd-upgrader Dockerfile sets it
+          echo "github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" >"${SIM_BIN_DIR}/kai-chart.tmp/source"
+          rm -rf "${SIM_BIN_DIR}/kai-chart"
+          mv "${SIM_BIN_DIR}/kai-chart.tmp" "${SIM_BIN_DIR}/kai-chart"
+          printf '%-24s copied  %6ss  (%s)\n' kai-chart "$(elapsed "${t0}" "$(date +%s.%N)")" "deployments/kai-scheduler of KAI ${KAI_VERSION}"
+        else
+          echo "build.sh: KAI's chart (deployments/kai-scheduler) not found in KAI's module (${kai_src:-not downloaded})" >&2
+          FAILED+=(kai-chart)
+        fi
+      fi
       # KAI's own e2e suites, only when asked (make kai-e2e): one Ginkgo test binary per suite.
       for suite in ${KAI_E2E_SUITES:-}; do
         [[ "${suite}" =~ ^[a-z0-9_]+(/[a-z0-9_.]+)*$ ]] || { echo "build.sh: KAI_E2E_SUITES: bad suite ${suite}" >&2; FAILED+=("kai-e2e/${suite}"); continue; }
