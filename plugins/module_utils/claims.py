@@ -47,7 +47,7 @@ C8_CROSSED = "Boundary: the reservation succeeds, the shared pod binds"
 # {isolator} and {gpus} are provenance()'s kai, isolator and gpus, {node} the GPU node.
 DECIDED_BY = {
     "C1": "{gpus}: node {node}'s allocatable nvidia.com/gpu",
-    "C2": "{kai}: its seven Deployments",
+    "C2": "{kai}: its seven Deployments and their pods",
     "C3": "{kai}: kai-scheduler's event on the probe pod",
     "C4": "{isolator}: its log and a server-side dry-run through the admission chain",
     "C5": "{kai}: kai-scheduler's BindRequest and the binder",
@@ -87,6 +87,16 @@ CLAIM_PARTS = {
     "C8": ("cluster", "kai", "node"),
     "C9": ("cluster", "kai", "isolator", "node"),
 }
+
+
+def claim_parts(claim_id, kai_by_chart=False):
+    """The parts of the sim claim ``claim_id`` depends on (CLAIM_PARTS). KAI installed by its chart
+    runs in the real node's containers, with Deployments of its operator's: the agent, which keeps
+    the readiness of the Deployments that stand for KAI's local processes, serves it no more."""
+    parts = CLAIM_PARTS.get(claim_id, ())
+    return tuple(part for part in parts if part != "agent") if kai_by_chart else parts
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NEWLINE = re.compile(r"\s*\n\s*")
 
@@ -152,14 +162,40 @@ def c1_mock_gpus(nodes, node_name, gpu_count):
             "evidence": ["node %s allocatable %s: %s (expected %s)" % (node_name, GPU_RESOURCE, allocatable, gpu_count)]}
 
 
-def c2_kai_runs(deployments, workloads, namespace):
-    """C2: KAI installs and runs: each of its workloads is a Deployment with an available replica."""
+def _workload_of(pod):
+    """The Deployment a pod belongs to, from its ReplicaSet owner (``<deployment>-<hash>``); '' when none."""
+    owners = [o for o in _get(pod, "metadata", "ownerReferences") or [] if o.get("kind") == "ReplicaSet"]
+    return owners[0]["name"].rsplit("-", 1)[0] if owners else ""
+
+
+def _running_container(pod):
+    """``runtime://id`` (shortened) of a Running pod's first container when every container is ready; '' otherwise."""
+    statuses = _get(pod, "status", "containerStatuses") or []
+    if _get(pod, "status", "phase") != "Running" or not statuses or not all(s.get("ready") for s in statuses):
+        return ""
+    runtime, found, container = (statuses[0].get("containerID") or "").partition("://")
+    return "%s://%s" % (runtime, container[:12]) if found else "running"
+
+
+def c2_kai_runs(deployments, workloads, namespace, pods=None):
+    """C2: KAI installs and runs: each of its workloads is a Deployment with an available replica,
+    and (with ``pods``, those of KAI's namespace) a Running pod whose containers are ready."""
     available = set(_get(d, "metadata", "name") for d in deployments or [] if (_get(d, "status", "availableReplicas") or 0) >= 1)
     up = [w for w in workloads if w in available]
     down = [w for w in workloads if w not in available]
-    return {"holds": not down,
-            "evidence": ["available in %s: %s" % (namespace, ", ".join(up) or "none"),
-                         "missing or not available: %s" % (", ".join(down) or "none")]}
+    evidence = ["available in %s: %s" % (namespace, ", ".join(up) or "none"),
+                "missing or not available: %s" % (", ".join(down) or "none")]
+    if pods is None:
+        return {"holds": not down, "evidence": evidence}
+    running = {}
+    for pod in pods:
+        container = _running_container(pod)
+        if container and _workload_of(pod) in workloads:
+            running.setdefault(_workload_of(pod), container)
+    without = [w for w in workloads if w not in running]
+    evidence += ["Running pods: %s" % (", ".join("%s (%s)" % (w, running[w]) for w in workloads if w in running) or "none"),
+                 "without a Running pod: %s" % (", ".join(without) or "none")]
+    return {"holds": not down and not without, "evidence": evidence}
 
 
 def c3_queues_gate(queues, events, probe_pods, queue, parent_queue, missing_queue, namespace, probe_pod):

@@ -15,6 +15,7 @@ NAMESPACE = "kai-scheduler"
 # from the operator (KAI v0.17.0's operands).
 WORKLOADS = ["admission", "binder", "kai-operator", "kai-scheduler-default", "pod-grouper", "podgroup-controller", "queue-controller"]
 SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
+OPERATOR_DEPLOYMENT = "kai-operator"
 SCHEDULER_NAME = "kai-scheduler"
 # The reservation pods' namespace, service account and app label (the chart creates the first two).
 RESERVATION_NAMESPACE = "kai-resource-reservation"

@@ -11,6 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import gzip
+import json
+
 RUNS_ANNOTATION = "gpulab.kai-hami/runs"
 KAI_VERSION_ANNOTATION = "gpulab.kai-hami/kai-version"
 UNKNOWN = "unknown"
@@ -71,21 +75,51 @@ def gpus_origin(node, daemonsets):
     return text, stand_ins
 
 
-def provenance(kai_deployment, isolator_deployment, node=None, daemonsets=None):
+def helm_chart(secrets, release):
+    """``name-version`` of the chart of Helm release ``release``'s deployed revision, read from Helm's
+    own record (a Secret of type helm.sh/release.v1: base64 of the gzipped release JSON); '' when none."""
+    deployed = [s for s in secrets or [] if s.get("type") == "helm.sh/release.v1"
+                and (_get_labels(s).get("name"), _get_labels(s).get("status")) == (release, "deployed")]
+    if not deployed:
+        return ""
+    latest = max(deployed, key=lambda s: int(_get_labels(s).get("version") or 0))
+    try:
+        record = json.loads(gzip.decompress(base64.b64decode(base64.b64decode((latest.get("data") or {}).get("release") or ""))))
+        meta = record["chart"]["metadata"]
+        return "%s-%s" % (meta["name"], meta["version"])
+    except (ValueError, KeyError, TypeError, OSError):
+        return ""
+
+
+def _get_labels(obj):
+    return ((obj or {}).get("metadata") or {}).get("labels") or {}
+
+
+def kai_text(kai_version, kai_deployment, operator_deployment=None, chart=""):
+    """How KAI runs, in words: as the sim's local processes, or by its chart and operator."""
+    if RUNS_ANNOTATION in _annotations(kai_deployment):
+        return "KAI %s (its own programs, run as local processes on the sim)" % kai_version
+    if not kai_deployment:
+        return "KAI (not found)"
+    installed = []
+    if chart:
+        installed.append("chart %s" % chart)
+    if operator_deployment:
+        installed.append("operator %s" % (image_tag(operator_deployment) or UNKNOWN))
+    return "KAI %s%s" % (kai_version, (" (%s)" % ", ".join(installed)) if installed else "")
+
+
+def provenance(kai_deployment, isolator_deployment, node=None, daemonsets=None, operator_deployment=None, chart=""):
     """``{'kai_version', 'kai', 'isolator', 'gpus', 'node', 'stand_ins'}`` describing what decided the claims.
 
     ``kai_deployment`` is KAI's ``kai-scheduler-default`` Deployment, ``isolator_deployment`` the
     isolator's webhook Deployment (either may be None when missing), ``node`` the GPU node and
-    ``daemonsets`` those that may run NVIDIA's device plugin.
+    ``daemonsets`` those that may run NVIDIA's device plugin; ``operator_deployment`` KAI's
+    ``kai-operator`` and ``chart`` the ``name-version`` of the Helm chart that installed KAI.
     """
     kai_annotations = _annotations(kai_deployment)
     kai_version = kai_annotations.get(KAI_VERSION_ANNOTATION) or image_tag(kai_deployment) or UNKNOWN
-    if RUNS_ANNOTATION in kai_annotations:
-        kai = "KAI %s (its own programs, run as local processes on the sim)" % kai_version
-    elif kai_deployment:
-        kai = "KAI %s" % kai_version
-    else:
-        kai = "KAI (not found)"
+    kai = kai_text(kai_version, kai_deployment, operator_deployment, chart)
     iso_annotations = _annotations(isolator_deployment)
     stand_ins = []
     if RUNS_ANNOTATION in iso_annotations:

@@ -20,7 +20,7 @@ description:
   - With O(claims), one call proves several claims in the order given (one connection, one read
     of KAI's Deployments for all) and returns their records in RV(records).
   - V(C1) the GPU node's allocatable C(nvidia.com/gpu) is O(lab.gpu_count).
-    V(C2) KAI's Deployments (O(kai.workloads)) each have an available replica.
+    V(C2) KAI's Deployments (O(kai.workloads)) each have an available replica and a Running pod whose containers are ready.
     V(C3) O(lab.queue) exists under O(lab.parent_queue) and the probe pod, which names
     O(lab.missing_queue), stays Pending with KAI's C(QueueDoesNotExist) event.
     V(C4) the isolator's webhook logs its annotation keys and mutates a server-side dry-run pod.
@@ -142,6 +142,12 @@ options:
         description: Namespace of KAI's reservation pods.
         type: str
         default: kai-resource-reservation
+      release:
+        description:
+          - The Helm release of KAI's chart, when KAI was installed by its chart (empty for KAI's programs run as the sim's local
+            processes). The provenance names the release's chart, read from Helm's record of it.
+        type: str
+        default: ""
   isolator:
     description: The isolator's parts, as the kai_resource_isolator and sim_isolator roles publish them.
     type: dict
@@ -260,6 +266,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
     ISOLATOR_NAMESPACE,
     ISOLATOR_WEBHOOK,
     NAMESPACE,
+    OPERATOR_DEPLOYMENT,
     QUEUE_API,
     QUEUE_LABEL,
     RESERVATION_NAMESPACE,
@@ -268,7 +275,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
     WORKLOADS,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import KaiMathError
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.provenance import provenance
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.provenance import helm_chart, provenance
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import (
     VERDICTS,
     PodNotFound,
@@ -309,6 +316,7 @@ def argument_spec():
             scheduler_deployment=dict(type="str", default=SCHEDULER_DEPLOYMENT),
             scheduler_name=dict(type="str", default=SCHEDULER_NAME),
             reservation_namespace=dict(type="str", default=RESERVATION_NAMESPACE),
+            release=dict(type="str", default=""),
         )),
         isolator=dict(type="dict", default={}, options=dict(
             namespace=dict(type="str", default=ISOLATOR_NAMESPACE),
@@ -379,7 +387,8 @@ class Evidence:
         return claims.c1_mock_gpus(self.node(), self.lab["gpu_node"], self.lab["gpu_count"])
 
     def c2(self):
-        return claims.c2_kai_runs(self.kai_deployments(), self.kai["workloads"], self.kai["namespace"])
+        pods = self.service.list("v1", "Pod", namespace=self.kai["namespace"])
+        return claims.c2_kai_runs(self.kai_deployments(), self.kai["workloads"], self.kai["namespace"], pods)
 
     def c3(self):
         lab = self.lab
@@ -459,16 +468,20 @@ def origin(service, params):
     kai, isolator = params["kai"], params["isolator"]
     deployments = service.list("apps/v1", "Deployment", namespace=kai["namespace"])
     scheduler = next((d for d in deployments if d["metadata"]["name"] == kai["scheduler_deployment"]), None)
+    operator = next((d for d in deployments if d["metadata"]["name"] == OPERATOR_DEPLOYMENT), None)
+    chart = ""
+    if kai.get("release"):
+        chart = helm_chart(service.list("v1", "Secret", namespace=kai["namespace"], label_selector="owner=helm"), kai["release"])
     webhook = service.get("apps/v1", "Deployment", isolator["webhook"], isolator["namespace"])
     kai_runs = claims.c2_kai_runs(deployments, kai["workloads"], kai["namespace"])["holds"]
     node = service.get("v1", "Node", params["lab"]["gpu_node"])
     daemonsets = service.list("apps/v1", "DaemonSet") if node else []
-    return provenance(scheduler, webhook, node, daemonsets), kai_runs
+    return provenance(scheduler, webhook, node, daemonsets, operator, chart), kai_runs
 
 
-def sim_processes(claim_id, found):
-    """Of the processes ``found`` (processes_in() of each state dir), those the claim depends on (claims.CLAIM_PARTS)."""
-    parts = claims.CLAIM_PARTS.get(claim_id, ())
+def sim_processes(claim_id, found, kai_by_chart=False):
+    """Of the processes ``found`` (processes_in() of each state dir), those the claim depends on (claims.claim_parts())."""
+    parts = claims.claim_parts(claim_id, kai_by_chart)
     return [process for process in found if process["part"] in parts]
 
 
@@ -510,7 +523,7 @@ def main():
     found = []
     for part in sorted(params["state_dirs"]):
         found += processes_in(part, params["state_dirs"][part])
-    wanted = set(part for claim_id in claim_ids for part in claims.CLAIM_PARTS.get(claim_id, ()))
+    wanted = set(part for claim_id in claim_ids for part in claims.claim_parts(claim_id, bool(params["kai"]["release"])))
     result = dict(changed=False, provenance=provenance(None, None), processes=[p for p in found if p["part"] in wanted], records=[])
     decisions = {}
     kai_runs = True
@@ -533,7 +546,7 @@ def main():
         decision, seconds = decisions[claim_id]
         text = claims.claim_text(claim_id, params["lab"]["expected_boundary"])
         by = claims.decided_by(claim_id, result["provenance"], params["lab"]["gpu_node"])
-        record = claims.claim_record(decision, claim_id, text, by, kai_runs, sim_processes(claim_id, found))
+        record = claims.claim_record(decision, claim_id, text, by, kai_runs, sim_processes(claim_id, found, bool(params["kai"]["release"])))
         record["seconds"] = round(seconds, 1)
         result["records"].append(record)
     if params["claim"]:

@@ -1,7 +1,8 @@
 """playbooks/lab11.yml and playbooks/cleanup.yml on the sim platform, end to end.
 
-The sim runs KAI's own programs (the version the module proxy serves) and the isolator's
-stand-in as local processes. On the lab Molecule's sim scenario converged (and found
+The sim's GPU node is a real node (kubelet, containerd): KAI (the version the module proxy
+serves) is installed on it by its own chart and operator, from images built from its module; the
+isolator's stand-in runs as a local process. On the lab Molecule's sim scenario converged (and found
 idempotent), these tests assert what the cluster really did (every claim holds, C8 as the
 expected failure), ``--tags verify``, the isolator's opt-outs through the admission chain, each
 of the sim's processes killed in turn showing up as failing claims that name it and coming back
@@ -17,6 +18,7 @@ import subprocess
 import time
 
 import pytest
+import yaml
 from kubernetes import config, dynamic
 
 from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids, step_succeeded
@@ -69,6 +71,16 @@ def exec_in(workdir, pod, *command):
                           + list(command), capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, (pod, command, done.stderr)
     return done.stdout
+
+
+def helm_releases(workdir, namespace):
+    """``helm list -o json`` in ``namespace`` with the helm the helm_binary role installs (its pinned version)."""
+    with open(os.path.join(ROOT, "roles", "helm_binary", "defaults", "main.yml")) as handle:
+        version = yaml.safe_load(handle)["helm_binary_version"]
+    helm = os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "helm", version, "bin", "helm")
+    done = subprocess.run([helm, "--kubeconfig", os.path.join(workdir, "kubeconfig"), "list", "-n", namespace, "-o", "json"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    return json.loads(done.stdout)
 
 
 def claims_of(tmp_path):
@@ -174,11 +186,11 @@ def names(kube, api_version, kind, namespace=None):
 
 
 # What each part of the sim serves, by claim (the lab's library_missing boundary: C1-C8). Every
-# claim needs the cluster; C2 reads readiness the agent keeps; KAI decides C2, C3, C5-C8 (its
-# admission writes C7's runtimeClass and limit, and admits C4's dry-run pod: failurePolicy Fail);
-# the isolator injects for C4 and C7.
-CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": {"C2"}, "kai": {"C2", "C3", "C4", "C5", "C6", "C7", "C8"},
-                  "isolator": {"C4", "C7"}, "node": {"C1", "C5", "C8"}}
+# claim needs the cluster; the isolator injects for C4 and C7; the real node's kubelet and
+# containerd advertise C1's GPUs and run C5's and C8's pods. KAI runs in the node's containers,
+# installed by its chart: no process of the sim's own stands for it, and the agent (which keeps the
+# readiness of Deployments that stand for local processes) decides no claim.
+CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": set(), "isolator": {"C4", "C7"}, "node": {"C1", "C5", "C8"}}
 BESIDE = "lab11-beside"  # the second lab's cluster name
 # kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
 CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiserver", "etcd"]
@@ -207,11 +219,12 @@ def lab_state(kube):
 
 
 def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it_on_its_data(molecule_sim, tmp_path):
-    """Kill every process of the sim in turn (KAI's, the isolator stand-in, the agent, the real
-    node's containerd and kubelet, then kwok, kube-controller-manager, kube-apiserver and etcd):
-    after each kill, --tags verify fails the
-    claims that need it, naming it with its pid, while the claims needing nothing killed yet still
-    hold; then a plain re-run starts each again, on the same etcd data, and every claim holds."""
+    """Kill every process of the sim in turn (the isolator stand-in, the agent, the real node's
+    containerd and kubelet, then kwok, kube-controller-manager, kube-apiserver and etcd): after
+    each kill, --tags verify fails the claims that need it, naming it with its pid, while the
+    claims needing nothing killed yet still hold (with the agent killed, every claim holds: KAI,
+    installed by its chart, does not need it); then a plain re-run starts each again, on the same
+    etcd data, and every claim holds."""
     assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
     workdir = molecule_sim["workdir"]
     variables = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "report"), lab11_wait_timeout=120)
@@ -220,7 +233,7 @@ def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it
     before = lab_state(kube)
     assert before["queues"] and before["labels"] and all(before["pods"].values()), before
     processes = sim_processes(workdir)
-    assert {part for part, _n, _p in processes} == set(CLAIMS_NEEDING) and len(processes) >= 15, processes
+    assert {part for part, _n, _p in processes} == set(CLAIMS_NEEDING) and len(processes) >= 8, processes
     assert {name for part, name, _p in processes if part == "node"} == {"containerd", "kubelet"}, processes
     killed, killed_parts = [], set()
     try:
@@ -237,7 +250,8 @@ def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it
             killed_parts.add(part)
             started = time.time()
             verify = run_playbook(variables, dict(lab11_wait_timeout=5), playbook=LAB, options=["--tags", "verify"])
-            assert verify.returncode != 0, "verify passed with %s killed" % name
+            failing = set().union(*(CLAIMS_NEEDING[k] for k in killed_parts))
+            assert (verify.returncode != 0) == bool(failing), "verify %s with %s killed" % ("passed" if failing else "failed", name)
             # --tags verify reads only: it starts nothing again (the roles it asks only name their parts)
             assert " changed=0 " in verify.stdout and "TASK [gpulab.kai_hami.sim_cluster : Start the dead ones again" not in verify.stdout
             report = json.loads((tmp_path / "report" / "claims.json").read_text())
@@ -247,7 +261,8 @@ def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it
                 assert claims[claim_id]["verdict"] == "fails" and line in claims[claim_id]["evidence"], (name, claims[claim_id])
             untouched = {c for c in claims if not any(c in CLAIMS_NEEDING[k] for k in killed_parts)}
             assert all(claims[c]["ok"] for c in untouched), (name, {c: claims[c] for c in untouched})
-            assert {n for _p, n, _pid in killed} <= set(report["processes_not_running"]), report["processes_not_running"]
+            # the report names the dead processes that a claim depends on
+            assert {n for p, n, _pid in killed if CLAIMS_NEEDING[p]} <= set(report["processes_not_running"]), report["processes_not_running"]
             print("killed %-30s %-8s verify %.0f s: failing %s" % (name, part, time.time() - started, sorted(c for c in claims if not claims[c]["ok"])))
     finally:
         rerun = run_playbook(variables, playbook=LAB)
@@ -264,7 +279,7 @@ def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it
 STEP_BANNERS = {
     "cluster": "TASK [Start the sim cluster",
     "gpu": "TASK [Fake GPUs with nvml-mock (Step 2)]",
-    "kai": "TASK [KAI's own programs on the sim",
+    "kai": "TASK [KAI on the sim, by its own chart and operator",
     "isolator": "TASK [The isolator webhook's stand-in on the sim (Step 5)]",
     "workloads": "TASK [gpulab.kai_hami.lab11 : Run the lab's workloads (Step 6, Step 7 and C3's probe)]",
     "verify": "TASK [gpulab.kai_hami.lab11 : Prove the claims from live evidence and write the report]",
@@ -425,6 +440,13 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         assert [s for s in report["stand_ins"] if "nvml-mock stand-in" in s] and len(report["stand_ins"]) == 3, report["stand_ins"]
         assert [s for s in report["stand_ins"] if "NVIDIA container runtime stand-in" in s], report["stand_ins"]
         assert report["kai_version"] in claims["C6"]["decided_by"] and "stand-in" in claims["C4"]["decided_by"]
+        # KAI by its own chart and operator, as the lab's Step 4 installs it: the release of KAI's chart at
+        # the version the sim built, the operator and the six components it made Running in containers
+        kai = report["kai_version"]
+        assert report["kai"] == "KAI %s (chart kai-scheduler-%s, operator %s)" % (kai, kai, kai), report["kai"]
+        assert [(r["name"], r["chart"], r["app_version"], r["status"]) for r in helm_releases(workdir, "kai-scheduler")] == [
+            ("kai-scheduler", "kai-scheduler-" + kai, kai, "deployed")]
+        assert claims["C2"]["evidence"][3] == "without a Running pod: none" and claims["C2"]["decided_by"].startswith(report["kai"])
 
         kube = client(os.path.join(workdir, "kubeconfig"))
         node = kube.resources.get(api_version="v1", kind="Node").get(name=NODE).to_dict()
@@ -460,12 +482,24 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
                   kube.resources.get(api_version="scheduling.run.ai/v2", kind="Queue").get().to_dict()["items"]}
         assert queues == {"default": None, "default-queue": "default", "default-parent-queue": None}
         assert set(names(kube, "apps/v1", "Deployment", "kai-scheduler")) == set(KAI_DEPLOYMENTS)
+        kai_pods = kube.resources.get(api_version="v1", kind="Pod").get(namespace="kai-scheduler").to_dict()["items"]
+        running = {p["metadata"]["ownerReferences"][0]["name"].rsplit("-", 1)[0]: p for p in kai_pods if p["status"]["phase"] == "Running"}
+        assert set(running) == set(KAI_DEPLOYMENTS), sorted(running)
+        for deployment, pod in running.items():
+            status = pod["status"]["containerStatuses"][0]
+            assert pod["spec"]["nodeName"] == NODE and status["ready"] and status["containerID"].startswith("containerd://"), (deployment, status)
+            assert pod["spec"]["containers"][0]["image"].endswith(":" + kai), pod["spec"]["containers"][0]["image"]
+        # the operator's webhooks name their Services (as KAI's operator registers them), not URLs
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            for configuration in kube.resources.get(api_version="admissionregistration.k8s.io/v1", kind=kind).get().to_dict()["items"]:
+                if configuration["metadata"]["name"] in WEBHOOK_CONFIGURATIONS and "kai-resource-isolator" not in configuration["metadata"]["name"]:
+                    assert all(w["clientConfig"]["service"]["namespace"] == "kai-scheduler" for w in configuration["webhooks"]), configuration
         assert WEBHOOK_CONFIGURATIONS <= set(names(kube, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
                                              + names(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"))
 
-        # Every listener of the cluster and of the lab's own processes is on 127.0.0.1 (KAI's
-        # programs listen inside their own network namespaces, and show only through relays), but
-        # the kubelet's API, on the node's own address (its bridge's), as on a kind node.
+        # Every listener of the cluster and of the lab's own processes is on 127.0.0.1 (KAI's pods
+        # listen inside their own network namespaces), but the kubelet's API, on the node's own
+        # address (its bridge's), as on a kind node.
         pids = cluster_pids(workdir, NAME)
         leaders = sim_leaders(workdir, ("kai", "kai-resource-isolator", "agent", os.path.join("node", "processes")))
         listening = listeners_of(pids + session_members(leaders))
@@ -473,7 +507,7 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         internal_ip = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"][0]
         assert internal_ip.startswith("10.") and "%s:%s" % (internal_ip, node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]) in {
             address for address, _pid in listening}, listening
-        assert len(listening) >= 17 and all(address.startswith("127.0.0.1:") for address, pid in listening
+        assert len(listening) >= 10 and all(address.startswith("127.0.0.1:") for address, pid in listening
                                             if not address.startswith(internal_ip + ":")), listening
         # C5's pod runs its command (sleep) in a container of the real node: the container's PID 1
         spec = kube.resources.get(api_version="v1", kind="Pod").get(name="kai-whole-gpu", namespace="default").to_dict()["spec"]["containers"][0]
@@ -493,6 +527,9 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         assert names(kube, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") == []
         assert names(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") == []
         assert not {"kai-scheduler", "kai-resource-reservation", "kai-resource-isolator"} & set(names(kube, "v1", "Namespace"))
+        # the release is gone, and with it every cluster-wide object of KAI's chart and operator
+        assert [n for n in names(kube, "rbac.authorization.k8s.io/v1", "ClusterRole") if n.startswith("kai-")] == []
+        assert [n for n in names(kube, "scheduling.k8s.io/v1", "PriorityClass") if n in ("train", "build", "inference", "build-preemptible")] == []
         # the GPU labels are the node's own on the sim (the sim_cluster role made it so, as GPU feature discovery would): they stay
         labels = kube.resources.get(api_version="v1", kind="Node").get(name=NODE).to_dict()["metadata"]["labels"]
         assert labels["nvidia.com/gpu.count"] == str(PROFILE["count"])
@@ -581,14 +618,22 @@ def isolator_opt_outs(kube):
         namespaces.delete(name="lab11-isolator-ignored")
 
 
+def scheduler_container(pods):
+    """KAI's scheduler's pod and container, as (pod uid, containerID, restarts): the same while it was not restarted."""
+    found = [p for p in pods.get(namespace="kai-scheduler").to_dict()["items"]
+             if p["metadata"]["name"].startswith("kai-scheduler-default-") and p["status"]["phase"] == "Running"]
+    assert len(found) == 1, [p["metadata"]["name"] for p in found]
+    status = found[0]["status"]["containerStatuses"][0]
+    return found[0]["metadata"]["uid"], status["containerID"], status["restartCount"]
+
+
 def late_label_experiment(kube, variables, workdir):
     """The lab's Step 3 warns that a gpu.memory label added after KAI starts is never seen
     without a scheduler restart. Remove the label, submit a gpu-memory pod, label the node
-    again, and see whether KAI's running scheduler (same pid) schedules it."""
-    with open(os.path.join(workdir, "kai", "kai-scheduler-default.pid")) as handle:
-        scheduler = int(handle.read())
+    again, and see whether KAI's running scheduler (same container) schedules it."""
     nodes = kube.resources.get(api_version="v1", kind="Node")
     pods = kube.resources.get(api_version="v1", kind="Pod")
+    scheduler = scheduler_container(pods)
     bind_requests = kube.resources.get(api_version="scheduling.run.ai/v1alpha2", kind="BindRequest")
     label = nodes.get(name=NODE).to_dict()["metadata"]["labels"]["nvidia.com/gpu.memory"]
     image = pods.get(name="kai-whole-gpu", namespace="default").to_dict()["spec"]["containers"][0]["image"]  # one the node has
@@ -606,13 +651,12 @@ def late_label_experiment(kube, variables, workdir):
         while time.time() < deadline and not bound:
             time.sleep(2)
             bound = [b for b in bind_requests.get(namespace="default").to_dict()["items"] if b["metadata"]["name"] == "lab11-late-label"]
-        print("late label: without the label: BindRequests %s; after labelling: %s; scheduler pid %d before, alive after: %s"
-              % (unlabelled, [b["spec"].get("receivedGPU") for b in bound], scheduler, os.path.exists("/proc/%d" % scheduler)))
+        print("late label: without the label: BindRequests %s; after labelling: %s; scheduler container %s before, %s after"
+              % (unlabelled, [b["spec"].get("receivedGPU") for b in bound], scheduler, scheduler_container(pods)))
         assert unlabelled == [], "KAI scheduled a gpu-memory pod on a node without nvidia.com/gpu.memory"
         assert bound, "KAI never scheduled the gpu-memory pod after the label came back (without a restart)"
         assert bound[0]["spec"]["receivedGPU"]["portion"] == "%.2f" % (math.ceil(4096 / (int(label) - int(label) % 100) * 100) / 100)
-        with open(os.path.join(workdir, "kai", "kai-scheduler-default.pid")) as handle:
-            assert int(handle.read()) == scheduler and os.path.exists("/proc/%d" % scheduler), "the scheduler was restarted"
+        assert scheduler_container(pods) == scheduler, "the scheduler was restarted"
     finally:
         pods.delete(name="lab11-late-label", namespace="default", body={"gracePeriodSeconds": 0})
 

@@ -77,3 +77,22 @@ def test_a_missing_file_is_named(tmp_path):
                            "--file=%s:/x" % (tmp_path / "nothing")], capture_output=True, text=True, check=False)
     assert done.returncode != 0 and "no such file" in done.stderr
     assert not (tmp_path / "x.tar").exists()
+
+
+def test_the_name_is_the_full_reference_the_kubelet_asks_containerd_for(tmp_path):
+    """A pod's image registry/local/x:v1 is docker.io/registry/local/x:v1 to containerd; a name
+    given again with another spelling of the same image is written again under the new name."""
+    program = tmp_path / "tool"
+    program.write_bytes(b"tool\n")
+    names = {"registry/local/kai-scheduler/operator:v0.16.0": "docker.io/registry/local/kai-scheduler/operator:v0.16.0",
+             "busybox": "docker.io/library/busybox:latest",
+             "localhost/tool:1": "localhost/tool:1",
+             "sim.example:5000/tool": "sim.example:5000/tool:latest"}
+    out = tmp_path / "image.tar"
+    for given, full in names.items():
+        done = subprocess.run([sys.executable, WRITER, "--name", given, "--out", str(out), "--file=%s:/tool" % program],
+                              capture_output=True, text=True, check=True)
+        result = json.loads(done.stdout)
+        index = json.loads(blobs(out)["index.json"])
+        assert result["name"] == full and result["changed"] is True
+        assert index["manifests"][0]["annotations"]["io.containerd.image.name"] == full

@@ -86,6 +86,37 @@ def test_c2_fails_with_none_available_when_kai_is_not_installed():
     assert result["evidence"] == ["available in kai-scheduler: none", "missing or not available: %s" % ", ".join(WORKLOADS)]
 
 
+def _pod(workload, phase="Running", ready=True, container_id="containerd://0123456789abcdef"):
+    """A pod of ``workload``'s ReplicaSet, as the API server returns it."""
+    return {"metadata": {"name": workload + "-5d4c-x", "ownerReferences": [{"kind": "ReplicaSet", "name": workload + "-5d4c"}]},
+            "status": {"phase": phase, "containerStatuses": [{"ready": ready, "containerID": container_id}]}}
+
+
+def test_c2_with_pods_names_each_workloads_running_container():
+    result = claims.c2_kai_runs(recorded("kai_deployments"), WORKLOADS, "kai-scheduler", [_pod(w) for w in WORKLOADS])
+    assert result["holds"] is True
+    assert result["evidence"][2] == "Running pods: " + ", ".join("%s (containerd://0123456789ab)" % w for w in WORKLOADS)
+    assert result["evidence"][3] == "without a Running pod: none"
+
+
+@pytest.mark.parametrize("binder_pods", [
+    [],
+    [_pod("binder", phase="Pending")],
+    [_pod("binder", ready=False)],
+    [dict(_pod("binder"), metadata={"name": "binder-x", "ownerReferences": [{"kind": "Job", "name": "binder-5d4c"}]})],
+], ids=["no pod", "Pending", "container not ready", "not the Deployment's"])
+def test_c2_with_pods_fails_naming_the_workload_without_a_running_pod(binder_pods):
+    pods = [_pod(w) for w in WORKLOADS if w != "binder"] + binder_pods
+    result = claims.c2_kai_runs(recorded("kai_deployments"), WORKLOADS, "kai-scheduler", pods)
+    assert result["holds"] is False and result["evidence"][3] == "without a Running pod: binder"
+    assert result["evidence"][1] == "missing or not available: none"
+
+
+def test_kai_by_its_chart_does_not_depend_on_the_sims_agent():
+    assert "agent" in claims.claim_parts("C2") and "agent" not in claims.claim_parts("C2", kai_by_chart=True)
+    assert claims.claim_parts("C5", kai_by_chart=True) == claims.CLAIM_PARTS["C5"]
+
+
 # C3 ---------------------------------------------------------------------------------------
 
 def decide_c3(**changes):
