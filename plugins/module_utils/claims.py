@@ -91,10 +91,14 @@ CLAIM_PARTS = {
 
 def claim_parts(claim_id, kai_by_chart=False):
     """The parts of the sim claim ``claim_id`` depends on (CLAIM_PARTS). KAI installed by its chart
-    runs in the real node's containers, with Deployments of its operator's: the agent, which keeps
-    the readiness of the Deployments that stand for KAI's local processes, serves it no more."""
+    runs in the real node's containers, with Deployments of its operator's: a claim KAI decides
+    depends on the node (its containerd and kubelet), and the agent, which keeps the readiness of
+    the Deployments that stand for KAI's local processes, serves it no more."""
     parts = CLAIM_PARTS.get(claim_id, ())
-    return tuple(part for part in parts if part != "agent") if kai_by_chart else parts
+    if not kai_by_chart:
+        return parts
+    parts = tuple(part for part in parts if part != "agent")
+    return parts + ("node",) if "kai" in parts and "node" not in parts else parts
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

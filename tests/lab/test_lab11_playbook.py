@@ -187,10 +187,11 @@ def names(kube, api_version, kind, namespace=None):
 
 # What each part of the sim serves, by claim (the lab's library_missing boundary: C1-C8). Every
 # claim needs the cluster; the isolator injects for C4 and C7; the real node's kubelet and
-# containerd advertise C1's GPUs and run C5's and C8's pods. KAI runs in the node's containers,
-# installed by its chart: no process of the sim's own stands for it, and the agent (which keeps the
-# readiness of Deployments that stand for local processes) decides no claim.
-CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": set(), "isolator": {"C4", "C7"}, "node": {"C1", "C5", "C8"}}
+# containerd advertise C1's GPUs, run C5's and C8's pods, and run KAI, installed by its chart, in
+# their containers: every claim needs them. No process of the sim's own stands for KAI, and the
+# agent (which keeps the readiness of Deployments that stand for local processes) decides no claim.
+CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": set(), "isolator": {"C4", "C7"},
+                  "node": {"C%d" % n for n in range(1, 9)}}
 BESIDE = "lab11-beside"  # the second lab's cluster name
 # kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
 CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiserver", "etcd"]

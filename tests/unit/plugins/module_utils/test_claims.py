@@ -112,9 +112,11 @@ def test_c2_with_pods_fails_naming_the_workload_without_a_running_pod(binder_pod
     assert result["evidence"][1] == "missing or not available: none"
 
 
-def test_kai_by_its_chart_does_not_depend_on_the_sims_agent():
-    assert "agent" in claims.claim_parts("C2") and "agent" not in claims.claim_parts("C2", kai_by_chart=True)
+def test_kai_by_its_chart_depends_on_the_node_not_on_the_sims_agent():
+    assert "agent" in claims.claim_parts("C2") and "node" not in claims.claim_parts("C2")
+    assert set(claims.claim_parts("C2", kai_by_chart=True)) == {"cluster", "kai", "node"}
     assert claims.claim_parts("C5", kai_by_chart=True) == claims.CLAIM_PARTS["C5"]
+    assert claims.claim_parts("C1", kai_by_chart=True) == ("cluster", "node")
 
 
 # C3 ---------------------------------------------------------------------------------------
