@@ -263,10 +263,10 @@ def main():
         if args.node_runtime == "kubelet":
             ran = real_node_pods(os.path.join(work, "sim"))
             ours = ("kube-system", "kai-scheduler", "kai-resource-isolator", RESERVATIONS)
-            specs = {namespace: n for namespace, n in ran.items() if namespace not in ours}
+            spec_pods = {namespace: n for namespace, n in ran.items() if namespace not in ours}
             print("the real node ran, in containers: %d pods of KAI's specs (in %d of their namespaces), %d of KAI's reservation pods,"
-                  " and %d of its own (the device plugin, the placeholders)"
-                  % (sum(specs.values()), len(specs), ran.get(RESERVATIONS, 0), sum(n for namespace, n in ran.items() if namespace in ours[:3])))
+                  " and %d of the cluster's own (the device plugin; KAI's operator, components and chart hooks)"
+                  % (sum(spec_pods.values()), len(spec_pods), ran.get(RESERVATIONS, 0), sum(n for namespace, n in ran.items() if namespace in ours[:3])))
     finally:
         memory.stopped.set()
         if not args.keep:
