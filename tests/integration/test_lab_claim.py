@@ -38,7 +38,8 @@ def test_without_kai_c2_fails_naming_each_workload_and_the_waiting_claims_do_not
     workloads = ["binder", "kai-scheduler-default"]
     c2 = module("lab_claim", claim="C2", lab=lab(sim_cluster), kai=dict(namespace="no-kai", workloads=workloads))
     assert c2["record"]["verdict"] == "fails"
-    assert c2["record"]["evidence"] == ["available in no-kai: none", "missing or not available: %s" % ", ".join(workloads)]
+    assert c2["record"]["evidence"] == ["available in no-kai: none", "missing or not available: %s" % ", ".join(workloads),
+                                        "Running pods: none", "without a Running pod: %s" % ", ".join(workloads)]
     assert c2["provenance"]["kai"] == "KAI (not found)"
     # C5 would wait wait_timeout seconds for KAI to run the pod; without KAI it decides at once
     c5 = module("lab_claim", claim="C5", lab=lab(sim_cluster, whole_gpu_pod="no-such-pod"), kai=dict(namespace="no-kai"), wait_timeout=600)
