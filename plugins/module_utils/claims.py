@@ -397,17 +397,17 @@ def _clean(line):
     return _NEWLINE.sub(" ", _ANSI.sub("", "%s" % (line,))).replace("\t", " ").strip()
 
 
-def not_running_lines(claim_id, processes):
-    """One evidence line per process ``claim_id`` depends on (CLAIM_PARTS) that does not run.
+def not_running_lines(claim_id, processes, kai_by_chart=False):
+    """One evidence line per process ``claim_id`` depends on (claim_parts()) that does not run.
 
     ``processes`` is the sim_process_info module's list ({name, part, pid, running}).
     """
-    parts = CLAIM_PARTS.get(claim_id, ())
+    parts = claim_parts(claim_id, kai_by_chart)
     return ["not running: %s (%s, pid %s)" % (p.get("name"), p.get("part"), p.get("pid"))
             for p in processes or [] if p.get("part") in parts and not p.get("running")]
 
 
-def claim_record(decision, claim_id, claim, decided_by, kai_running=True, processes=None):
+def claim_record(decision, claim_id, claim, decided_by, kai_running=True, processes=None, kai_by_chart=False):
     """The report's record of one claim: ``id``, ``claim``, ``decided_by``, ``ok``, ``verdict``
     (``holds``, ``holds (expected failure)``, ``fails`` or ``error``) and ``evidence`` (clean lines).
 
@@ -418,7 +418,7 @@ def claim_record(decision, claim_id, claim, decided_by, kai_running=True, proces
     """
     holds = bool(decision.get("holds"))
     error = bool(decision.get("error"))
-    dead = not_running_lines(claim_id, processes)
+    dead = not_running_lines(claim_id, processes, kai_by_chart)
     if dead:
         holds, error = False, False
     if error:

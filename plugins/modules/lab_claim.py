@@ -546,7 +546,8 @@ def main():
         decision, seconds = decisions[claim_id]
         text = claims.claim_text(claim_id, params["lab"]["expected_boundary"])
         by = claims.decided_by(claim_id, result["provenance"], params["lab"]["gpu_node"])
-        record = claims.claim_record(decision, claim_id, text, by, kai_runs, sim_processes(claim_id, found, bool(params["kai"]["release"])))
+        kai_by_chart = bool(params["kai"]["release"])
+        record = claims.claim_record(decision, claim_id, text, by, kai_runs, sim_processes(claim_id, found, kai_by_chart), kai_by_chart)
         record["seconds"] = round(seconds, 1)
         result["records"].append(record)
     if params["claim"]:

@@ -537,3 +537,9 @@ def test_each_claim_has_its_text_and_what_decided_it():
     assert claims.decided_by("C7", origin, "gpu-0").startswith("KAI v9: admission") and "iso stand-in: mounts" in claims.decided_by("C7", origin, "gpu-0")
     assert claims.claim_text("C8", "nvml_unavailable") == "Boundary: shared pod cannot run"
     assert claims.claim_text("C8", "reserved") == "Boundary: the reservation succeeds, the shared pod binds"
+
+
+def test_with_kai_by_its_chart_a_dead_node_process_fails_a_kai_claim_naming_it():
+    dead = [{"name": "containerd", "part": "node", "pid": 7, "running": False}]
+    assert claims.not_running_lines("C4", dead) == []
+    assert claims.not_running_lines("C4", dead, kai_by_chart=True) == ["not running: containerd (node, pid 7)"]
