@@ -42,6 +42,7 @@ def test_installed_collection_has_the_playbooks_and_roles(installed):
     for path in ("playbooks/lab11.yml", "playbooks/cleanup.yml", "playbooks/vars/lab11.yml", "playbooks/tasks/lab11_setup.yml",
                  "playbooks/example_team_queues.yml", "roles/sim_cluster/files/sim-bin/build.sh", "roles/kai_scheduler/meta/argument_specs.yml",
                  "roles/sim_kai/meta/argument_specs.yml", "roles/sim_isolator/files/isolator_standin.py",
+                 "roles/sim_isolator/files/python_image_files.py", "roles/sim_node/files/oci_image.py",
                  "tools/install_kubernetes_core.py", "versions.env", "requirements.txt"):
         assert (root / path).exists(), path
     assert not (root / ".cache").exists() and not (root / ".venv").exists()

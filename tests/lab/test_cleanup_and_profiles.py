@@ -55,7 +55,7 @@ def test_the_lab_follows_its_gpu_profile_and_cleanup_by_name_leaves_nothing(tmp_
         assert "CUDA_DEVICE_MEMORY_LIMIT=%dm" % int(81920 * second) in found["C9"]["evidence"][1]
         # every file of the cluster is under its work dir; beside the kubeconfig there is only the kubeconfig
         assert sorted(os.listdir(str(kubeconfig_dir))) == ["kubeconfig"]
-        assert {"node", "kai-resource-isolator", "tls", "ports.json", "made.json"} <= set(os.listdir(WORKDIR))
+        assert {"node", "tls", "ports.json", "made.json"} <= set(os.listdir(WORKDIR))
 
         pids = cluster_pids(WORKDIR, NAME)
         leaders = [pid for part in ("kai", "kai-resource-isolator", "agent") for pid in sim_process_pids(os.path.join(WORKDIR, part))]

@@ -2,7 +2,7 @@
 
 The sim's GPU node is a real node (kubelet, containerd): KAI (the version the module proxy
 serves) is installed on it by its own chart and operator, from images built from its module; the
-isolator's stand-in runs as a local process. On the lab Molecule's sim scenario converged (and found
+isolator's stand-in runs there in a pod, behind its Service. On the lab Molecule's sim scenario converged (and found
 idempotent), these tests assert what the cluster really did (every claim holds, C8 as the
 expected failure), ``--tags verify``, the isolator's opt-outs through the admission chain, each
 of the sim's processes killed in turn showing up as failing claims that name it and coming back
@@ -186,12 +186,12 @@ def names(kube, api_version, kind, namespace=None):
 
 
 # What each part of the sim serves, by claim (the lab's library_missing boundary: C1-C8). Every
-# claim needs the cluster; the isolator injects for C4 and C7; the real node's kubelet and
-# containerd advertise C1's GPUs, run C5's and C8's pods, and run KAI, installed by its chart, in
-# their containers: every claim needs them. No process of the sim's own stands for KAI, and the
-# agent (which keeps the readiness of Deployments that stand for local processes) decides no claim.
-CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": set(), "isolator": {"C4", "C7"},
-                  "node": {"C%d" % n for n in range(1, 9)}}
+# claim needs the cluster; the real node's kubelet and containerd advertise C1's GPUs, run C5's
+# and C8's pods, and run KAI, installed by its chart, and the isolator's stand-in (C4, C7) in
+# their containers: every claim needs them. No process of the sim's own stands for KAI or the
+# isolator, and the agent (which keeps the readiness of Deployments that stand for local
+# processes) decides no claim.
+CLAIMS_NEEDING = {"cluster": {"C%d" % n for n in range(1, 9)}, "agent": set(), "node": {"C%d" % n for n in range(1, 9)}}
 BESIDE = "lab11-beside"  # the second lab's cluster name
 # kube-apiserver before etcd: with etcd gone first, the API server would hang each request on it.
 CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiserver", "etcd"]
@@ -199,6 +199,7 @@ CLUSTER_KILL_ORDER = ["kwok-controller", "kube-controller-manager", "kube-apiser
 
 def sim_processes(workdir, cluster_name=NAME):
     """Every process of a lab on the sim by part, from its pid file: [(part, name, pid)], in the order the crash test kills them."""
+    # (kai and isolator: local processes where kwok plays every node; none with a real node)
     dirs = [("kai", os.path.join(workdir, "kai")), ("isolator", os.path.join(workdir, "kai-resource-isolator")),
             ("agent", os.path.join(workdir, "agent")), ("node", os.path.join(workdir, "node", "processes")),
             ("cluster", os.path.join(workdir, "kwok", "clusters", cluster_name, "pids"))]
@@ -220,7 +221,7 @@ def lab_state(kube):
 
 
 def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it_on_its_data(molecule_sim, tmp_path):
-    """Kill every process of the sim in turn (the isolator stand-in, the agent, the real node's
+    """Kill every process of the sim in turn (the agent, the real node's
     containerd and kubelet, then kwok, kube-controller-manager, kube-apiserver and etcd): after
     each kill, --tags verify fails the claims that need it, naming it with its pid, while the
     claims needing nothing killed yet still hold (with the agent killed, every claim holds: KAI,
@@ -495,6 +496,17 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
             for configuration in kube.resources.get(api_version="admissionregistration.k8s.io/v1", kind=kind).get().to_dict()["items"]:
                 if configuration["metadata"]["name"] in WEBHOOK_CONFIGURATIONS and "kai-resource-isolator" not in configuration["metadata"]["name"]:
                     assert all(w["clientConfig"]["service"]["namespace"] == "kai-scheduler" for w in configuration["webhooks"]), configuration
+        # the isolator's stand-in runs as its chart runs the webhook: a pod of the real node, Ready in a
+        # container, behind the Service its webhook configuration names; C4 read the pod's own log
+        isolator = kube.resources.get(api_version="admissionregistration.k8s.io/v1", kind="MutatingWebhookConfiguration").get(
+            name="kai-resource-isolator-mutating").to_dict()
+        assert [w["clientConfig"].get("service") for w in isolator["webhooks"]] == [
+            {"name": "kai-resource-isolator-webhook", "namespace": "kai-resource-isolator", "path": "/mutate", "port": 443}], isolator
+        (webhook_pod,) = kube.resources.get(api_version="v1", kind="Pod").get(namespace="kai-resource-isolator").to_dict()["items"]
+        status = webhook_pod["status"]["containerStatuses"][0]
+        assert webhook_pod["spec"]["nodeName"] == NODE and status["ready"] and status["containerID"].startswith("containerd://"), status
+        assert webhook_pod["metadata"]["annotations"]["gpulab.kai-hami/runs"] == report["isolator"]
+        assert claims["C4"]["evidence"][0].startswith("webhook log: ") and "listen=:8443" in claims["C4"]["evidence"][0], claims["C4"]
         assert WEBHOOK_CONFIGURATIONS <= set(names(kube, "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
                                              + names(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"))
 
@@ -519,7 +531,7 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
 
         late_label_experiment(kube, variables, workdir)
 
-        lab_processes = sim_leaders(workdir, ("kai", "kai-resource-isolator"))
+        lab_processes = sim_leaders(workdir, ("kai",))
         inside = run_playbook(variables, dict(cleanup_keep_cluster=True), playbook=CLEANUP)
         assert inside.returncode == 0, inside.stdout[-4000:]
         assert not set(PODS) & set(names(kube, "v1", "Pod", "default"))
@@ -535,7 +547,7 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         labels = kube.resources.get(api_version="v1", kind="Node").get(name=NODE).to_dict()["metadata"]["labels"]
         assert labels["nvidia.com/gpu.count"] == str(PROFILE["count"])
         assert not os.path.exists(os.path.join(workdir, "kai")) and not os.path.exists(os.path.join(workdir, "kai-resource-isolator"))
-        assert lab_processes and session_members(lab_processes) == [], "a KAI process or stand-in survived cleanup"
+        assert session_members(lab_processes) == [], "a process of KAI's survived cleanup"
     finally:
         leaders = leaders or sim_leaders(workdir)
         down = run_playbook(variables, playbook=CLEANUP)
