@@ -67,7 +67,7 @@ def test_kubernetes_objects_are_valid_for_1_35(rendered):
     objects = kubernetes_objects(rendered)
     kinds = sorted({doc["kind"] for path, doc in objects})
     assert kinds == ["ClusterRole", "DaemonSet", "Deployment", "MutatingWebhookConfiguration", "Namespace", "Node", "Pod", "RoleBinding",
-                     "RuntimeClass", "ServiceAccount", "ValidatingWebhookConfiguration"]
+                     "RuntimeClass", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"]
     for path, doc in objects:
         try:
             kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
@@ -159,3 +159,25 @@ def test_the_real_nodes_kubelet_has_no_anonymous_access_and_listens_on_its_own_a
     # the host conditions given to the template: cgroup v1 and a bounding set without CAP_SYS_RESOURCE
     assert kubelet["failCgroupV1"] is False and kubelet["failSwapOn"] is True
     assert kubelet["containerRuntimeEndpoint"] == "unix:///sim/node/containerd/containerd.sock"
+
+
+def test_isolator_stand_in_on_a_real_node_is_served_through_its_service(rendered):
+    """On a real node the webhook configuration names the stand-in's Service, whose selector picks
+    the Deployment's pods on its https port, as the isolator's chart wires its webhook."""
+    service, deployment = rendered["sim_isolator/standin.yaml"]
+    (configuration,) = rendered["sim_isolator/webhook.yaml"]
+    with open(os.path.join(ROOT, "roles", "sim_isolator", "vars", "main.yml")) as handle:
+        role = dict(defaults("sim_isolator"), **yaml.safe_load(handle))
+    client = configuration["webhooks"][0]["clientConfig"]
+    assert "url" not in client and client["service"] == {"name": service["metadata"]["name"], "namespace": service["metadata"]["namespace"],
+                                                         "path": "/mutate", "port": service["spec"]["ports"][0]["port"]}
+    pod = deployment["spec"]["template"]
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    container = pod["spec"]["containers"][0]
+    assert service["spec"]["ports"][0]["targetPort"] in [p["name"] for p in container["ports"]]
+    # the isolator's own pods stay out of its webhook; the stand-in says what it is
+    assert pod["metadata"]["labels"]["kai-resource-isolator.io/webhook"] == "ignore"
+    assert deployment["metadata"]["annotations"]["gpulab.kai-hami/runs"].startswith("isolator stand-in")
+    assert container["imagePullPolicy"] == "Never" and pod["spec"]["securityContext"]["runAsUser"] == 65532
+    assert deployment["metadata"]["name"] == role["sim_isolator_release"] + "-webhook"
+    assert "--listen=:%d" % role["sim_isolator_pod_port"] in container["args"]
