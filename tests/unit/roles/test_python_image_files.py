@@ -23,7 +23,8 @@ STANDIN = os.path.join(ROOT, "roles", "sim_isolator", "files", "isolator_standin
 
 
 def listing(program, dest="/app/program.py"):
-    done = subprocess.run([sys.executable, LISTER, program, dest], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    done = subprocess.run([sys.executable, LISTER, program, dest], stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          check=False)
     return done
 
 
