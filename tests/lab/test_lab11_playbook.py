@@ -44,7 +44,7 @@ def lab_vars(tmp_path, **more):
 
 
 def expected_allocation(request_mib, label_mib):
-    """KAI's arithmetic, written out here independently of the collection's filters."""
+    """KAI's arithmetic, written out in this test independently of the collection's filters."""
     node = label_mib - label_mib % 100
     return round(1 + math.ceil(request_mib / node * 100) / 100, 2)
 
@@ -455,7 +455,7 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         labels = node["metadata"]["labels"]
         assert (labels["nvidia.com/gpu.memory"], labels["nvidia.com/gpu.product"], labels["nvidia.com/gpu.count"]) == (
             str(PROFILE["memory_mib"]), "-".join(PROFILE["product"].split()), str(PROFILE["count"]))  # GFD's label: '-' for spaces
-        # C6 from the cluster's own words, against arithmetic done here
+        # C6 from the cluster's own words, against arithmetic done in this test
         expected = expected_allocation(20480, int(labels["nvidia.com/gpu.memory"]))
         assert "expected 1 + kai_gpu_fraction(20480, %s) = %s" % (labels["nvidia.com/gpu.memory"], expected) in claims["C6"]["evidence"][0]
         assert "allocated: <%s>" % expected in claims["C6"]["evidence"][1]

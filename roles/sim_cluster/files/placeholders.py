@@ -33,8 +33,6 @@ def placeholder_step(api, known):
         annotations = meta.get("annotations") or {}
         if meta.get("deletionTimestamp") or (pod.get("status") or {}).get("phase") != "Running":
             continue
-        if any(container.get("readinessProbe") for container in (pod.get("spec") or {}).get("containers") or []):
-            continue  # on a real node: its kubelet probes the process, its container follows the log
         seen.add(meta["uid"])
         process = (meta.get("labels") or {}).get(STANDS_FOR_LABEL)
         log_file = annotations.get(LOG_FILE_ANNOTATION)

@@ -1,6 +1,6 @@
 """python_image_files.py: the files an image needs to run a Python program of the standard library.
 
-Expected files are found here from the running interpreter's own modules (``ssl.__file__``,
+Expected files are found by the test from the running interpreter's own modules (``ssl.__file__``,
 ``ldd``), not from the code under test; the last test runs the isolator stand-in from nothing but
 the listed files (a chroot), as its pod on a real node does.
 """
