@@ -5,14 +5,18 @@
 
     oci_image.py --name REF --out IMAGE.tar [--file SRC:DEST]... [--link DEST:TARGET]...
                  [--dir DEST]... [--entrypoint ARG]... [--cmd ARG]... [--env NAME=VALUE]...
-                 [--label KEY=VALUE]... [--workdir DIR]
+                 [--label KEY=VALUE]... [--workdir DIR] [--user UID[:GID]]
+    oci_image.py --batch    (standard input: a JSON list, each item the arguments of one image)
 
 The archive is an OCI image layout (``oci-layout``, ``index.json``, ``blobs/sha256/...``) in a tar
 file, which ``ctr images import`` reads; the image is named REF (``io.containerd.image.name``).
 The layer is written byte for byte the same from the same inputs (owner root, time 0), so the
 image's digest depends only on its files and its configuration; an archive that already holds
-that digest (``IMAGE.tar.digest``) is left as it is. Prints one JSON line: name, digest, archive,
-changed.
+that digest (``IMAGE.tar.digest``) is left as it is. ``IMAGE.tar.inputs`` records the arguments
+and each file's identity (device, inode, size, modification time): while they are the same, the
+files are not read again (a file changed in the last few seconds is always read, as its time may
+not tell two writes apart). Prints one JSON line: name, digest, archive, changed (with --batch, a
+JSON list of those, in the order given).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +29,7 @@ import os
 import stat
 import sys
 import tarfile
+import time
 
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar"
 CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
@@ -128,8 +133,46 @@ def add_bytes(tar, name, data):
     tar.addfile(info, io.BytesIO(data))
 
 
+RECENT_NS = 3 * 10**9  # a file modified this recently may be modified again within the same time stamp
+
+
+def inputs_key(args):
+    """A digest of the arguments and of each file's identity (not its content): equal keys, equal layers.
+    None when a file is missing or was modified too recently for its identity to be trusted."""
+    files = []
+    now = time.time_ns()
+    for item in args.file:
+        source = parse_pair(item, "--file")[0]
+        try:
+            found = os.stat(source)
+        except OSError:
+            return None
+        if now - found.st_mtime_ns < RECENT_NS:
+            return None
+        files.append([source, found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns])
+    return hashlib.sha256(dumps(dict(args=sorted(vars(args).items()), files=files))).hexdigest()
+
+
+def recorded_digest(args, key):
+    """The manifest digest of an archive written from these very inputs, else None."""
+    digest_file, inputs_file = args.out + ".digest", args.out + ".inputs"
+    if key is None or not (os.path.isfile(args.out) and os.path.isfile(digest_file) and os.path.isfile(inputs_file)):
+        return None
+    with open(inputs_file) as handle:
+        if handle.read().strip() != key:
+            return None
+    with open(digest_file) as handle:
+        digest, _sep, name = handle.read().strip().partition(" ")
+    return digest if name == args.name else None
+
+
 def write_image(args):
     """Write the archive unless it holds this image already; return (manifest digest, written)."""
+    key = inputs_key(args)
+    args.name = normalize(args.name)
+    known = recorded_digest(args, key)
+    if known:
+        return known, False
     blobs = []
     layer = layer_bytes(args)
     layer_desc = dict(blob(layer, blobs), mediaType=LAYER_TYPE)
@@ -151,7 +194,6 @@ def write_image(args):
     config_desc = dict(blob(dumps(config), blobs), mediaType=CONFIG_TYPE)
     manifest = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "config": config_desc, "layers": [layer_desc]}
     manifest_desc = dict(blob(dumps(manifest), blobs), mediaType=MANIFEST_TYPE)
-    args.name = normalize(args.name)
     tag = args.name.rsplit(":", 1)[1]
     manifest_desc["annotations"] = {"io.containerd.image.name": args.name, "org.opencontainers.image.ref.name": tag}
     index = {"schemaVersion": 2, "mediaType": INDEX_TYPE, "manifests": [manifest_desc]}
@@ -159,6 +201,7 @@ def write_image(args):
     if os.path.isfile(args.out) and os.path.isfile(digest_file):
         with open(digest_file) as handle:
             if handle.read().strip() == "%s %s" % (manifest_desc["digest"], args.name):
+                record_inputs(args.out, key)
                 return manifest_desc["digest"], False
     if os.path.dirname(args.out):
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
@@ -171,7 +214,14 @@ def write_image(args):
     os.rename(partial, args.out)
     with open(digest_file, "w") as handle:
         handle.write("%s %s\n" % (manifest_desc["digest"], args.name))
+    record_inputs(args.out, key)
     return manifest_desc["digest"], True
+
+
+def record_inputs(out, key):
+    if key is not None:
+        with open(out + ".inputs", "w") as handle:
+            handle.write(key + "\n")
 
 
 def parse_args(argv):
@@ -190,10 +240,18 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def main(argv=None):
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def write_one(argv):
+    args = parse_args(argv)
     digest, written = write_image(args)
-    print(json.dumps(dict(name=args.name, digest=digest, archive=args.out, changed=written)))
+    return dict(name=args.name, digest=digest, archive=args.out, changed=written)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--batch"]:
+        print(json.dumps([write_one(one) for one in json.load(sys.stdin)]))
+    else:
+        print(json.dumps(write_one(argv)))
     return 0
 
 

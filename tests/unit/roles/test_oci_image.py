@@ -11,8 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 WRITER = os.path.join(ROOT, "roles", "sim_node", "files", "oci_image.py")
 
 
-def write(tmp_path, out, *extra):
-    done = subprocess.run([sys.executable, WRITER, "--name", "sim.example/tool:1.0", "--out", str(out)] + list(extra),
+def write(tmp_path, out, *extra, name="sim.example/tool:1.0"):
+    done = subprocess.run([sys.executable, WRITER, "--name", name, "--out", str(out)] + list(extra),
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -96,3 +96,50 @@ def test_the_name_is_the_full_reference_the_kubelet_asks_containerd_for(tmp_path
         index = json.loads(blobs(out)["index.json"])
         assert result["name"] == full and result["changed"] is True
         assert index["manifests"][0]["annotations"]["io.containerd.image.name"] == full
+
+
+def test_unchanged_inputs_are_known_by_their_identity_and_a_change_is_seen(tmp_path):
+    program = tmp_path / "tool"
+    program.write_bytes(b"one\n")
+    an_hour_ago = os.stat(str(program)).st_mtime - 3600
+    os.utime(str(program), (an_hour_ago, an_hour_ago))
+    out = tmp_path / "image.tar"
+    first = write(tmp_path, out, "--file=%s:/tool" % program)
+    assert first["changed"] and (tmp_path / "image.tar.inputs").is_file()
+    again = write(tmp_path, out, "--file=%s:/tool" % program)
+    assert not again["changed"] and again["digest"] == first["digest"]
+    assert again["name"] == first["name"] == "sim.example/tool:1.0"
+    short = write(tmp_path, tmp_path / "short.tar", "--file=%s:/tool" % program, name="registry/local/tool:v1")
+    short_again = write(tmp_path, tmp_path / "short.tar", "--file=%s:/tool" % program, name="registry/local/tool:v1")
+    assert short["changed"] and not short_again["changed"]
+    assert short["name"] == short_again["name"] == "docker.io/registry/local/tool:v1"  # the name containerd lists, every time
+    # another argument is another image, though the file is the same
+    labelled = write(tmp_path, out, "--file=%s:/tool" % program, "--label=a=b")
+    assert labelled["changed"] and labelled["digest"] != first["digest"]
+    # new content and a new time: read again
+    program.write_bytes(b"two\n")
+    os.utime(str(program), (an_hour_ago + 60, an_hour_ago + 60))
+    changed = write(tmp_path, out, "--file=%s:/tool" % program)
+    assert changed["changed"] and changed["digest"] not in (first["digest"], labelled["digest"])
+
+
+def test_a_file_written_just_now_is_read_whatever_its_identity(tmp_path):
+    program = tmp_path / "tool"
+    program.write_bytes(b"one\n")
+    out = tmp_path / "image.tar"
+    write(tmp_path, out, "--file=%s:/tool" % program)
+    assert not (tmp_path / "image.tar.inputs").exists()
+
+
+def test_a_batch_writes_each_image_as_one_call_would(tmp_path):
+    program = tmp_path / "tool"
+    program.write_bytes(b"one\n")
+    single = write(tmp_path, tmp_path / "single.tar", "--file=%s:/tool" % program)
+    specs = [["--name", "sim.example/tool:1.0", "--out", str(tmp_path / "a.tar"), "--file=%s:/tool" % program],
+             ["--name", "busybox", "--out", str(tmp_path / "b.tar"), "--dir=tmp"]]
+    done = subprocess.run([sys.executable, WRITER, "--batch"], input=json.dumps(specs), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert [r["name"] for r in results] == ["sim.example/tool:1.0", "docker.io/library/busybox:latest"]
+    assert results[0]["digest"] == single["digest"] and all(r["changed"] for r in results)
+    assert (tmp_path / "b.tar").is_file()
