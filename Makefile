@@ -28,12 +28,21 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: node-packages actionlint help test lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
+.PHONY: node-packages actionlint help test checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-test: sanity lint changelog-lint actionlint sim-bin kai-e2e-gate pytest ## Everything: sanity, lint, changelog lint, actionlint, KAI's e2e gate, then unit + sim integration tests (last line is pytest's)
+test: ## Everything: the checks (sanity, lint, changelog lint, actionlint, unit tests) beside the sim's build, then KAI's e2e gate, the sim integration tests and the lab tests (last line is pytest's)
+	$(MAKE) --no-print-directory -j2 --output-sync=target checks sim-bin
+	$(MAKE) --no-print-directory kai-e2e-gate
+	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory lab-tests
+
+# What needs no cluster and no binary of the sim, one after the other: make test runs it while
+# sim-bin builds (a cold build is mostly compiling, which leaves room for these).
+checks: ## Sanity, lint, changelog lint, actionlint and the unit tests, one after the other
+	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory sanity lint changelog-lint actionlint units
 
 lab: collections ## Bring Lab 11 up and prove its claims: ansible-playbook playbooks/lab11.yml (auto platform; LAB_ARGS='-e ...')
 	ansible-playbook playbooks/lab11.yml $(LAB_ARGS)
