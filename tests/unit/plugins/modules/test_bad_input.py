@@ -6,7 +6,14 @@ request before failing would report a connection error instead of the validation
 
 import pytest
 
-from ansible_collections.gpulab.kai_hami.plugins.modules import gpu_node_label, kai_queue, lab_claim, reservation_probe
+from ansible_collections.gpulab.kai_hami.plugins.modules import (
+    gpu_node_label,
+    kai_pod_schedule_info,
+    kai_queue,
+    kai_queue_info,
+    lab_claim,
+    reservation_probe,
+)
 
 
 def assert_clear_failure(result, code, *fragments):
@@ -71,6 +78,34 @@ def test_gpu_node_label_bad_input(run_module, args, fragments):
 )
 def test_reservation_probe_bad_input(run_module, args, fragments):
     result, code = run_module(reservation_probe.main, args)
+    assert_clear_failure(result, code, *fragments)
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (dict(names=[]), ["names must list at least one pod name"]),
+        (dict(names=["a", ""]), ["names must list at least one pod name, and no empty one"]),
+        (dict(names=["a"], wait=True, wait_timeout=0), ["wait_timeout must be a positive number, got 0"]),
+        (dict(names=["a"], wait_sleep=-1), ["wait_sleep must be a positive number"]),
+        (dict(names=["a"], expect="running"), ["expect", "bound, unschedulable, binding, pending"]),
+        (dict(namespace="default"), ["missing required arguments: names"]),
+    ],
+)
+def test_kai_pod_schedule_info_bad_input(run_module, args, fragments):
+    result, code = run_module(kai_pod_schedule_info.main, args)
+    assert_clear_failure(result, code, *fragments)
+
+
+@pytest.mark.parametrize(
+    "args, fragments",
+    [
+        (dict(log_lines=0), ["log_lines must be a positive number, got 0"]),
+        (dict(fair_share="sometimes"), ["fair_share", "bool"]),
+    ],
+)
+def test_kai_queue_info_bad_input(run_module, args, fragments):
+    result, code = run_module(kai_queue_info.main, args)
     assert_clear_failure(result, code, *fragments)
 
 
