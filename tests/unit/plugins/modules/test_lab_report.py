@@ -72,3 +72,64 @@ def test_a_directory_that_cannot_be_created_is_named(run, tmp_path):
     (tmp_path / "file").write_text("x")
     result, code = run(dict(dir=str(tmp_path / "file"), files={"a.md": "x"}))
     assert code == 1 and "cannot be written (not a directory, or not writable)" in result["msg"]
+
+
+def _records():
+    return [
+        dict(id="F1", claim="team-a holds two GPUs", ok=True, evidence=["team-a allocated 2"], decided_by="Queue team-a", seconds=1.5),
+        dict(id="F2", claim="team-b's pod | waits", ok=False, evidence="team-b-4: pending"),
+        dict(id="F3", claim="the log says so", ok=False, verdict="error", evidence=["403 Forbidden"]),
+    ]
+
+
+def test_records_give_claims_json_report_md_and_junit_like_lab11(run, tmp_path):
+    from xml.etree import ElementTree
+
+    report = tmp_path / "report"
+    args = dict(dir=str(report), title="Fair share", records=_records(), summary=["Platform: sim."],
+                properties=dict(platform="sim", stand_ins=["the isolator"]))
+    result, code = run(args)
+    assert code == 0 and result["changed"] and result["ok"] is False
+    claims = json.loads((report / "claims.json").read_text())
+    assert claims["lab"] == "Fair share" and claims["platform"] == "sim" and claims["ok"] is False
+    assert [(c["id"], c["ok"], c["verdict"]) for c in claims["claims"]] == [
+        ("F1", True, "holds"), ("F2", False, "does not hold"), ("F3", False, "error")]
+    assert claims["claims"][1]["evidence"] == ["team-b-4: pending"] and claims["claims"][1]["seconds"] == 0
+    table = (report / "report.md").read_text().splitlines()
+    assert table[0] == "# What This Lab Proved" and "Platform: sim." in table
+    assert "| F2 team-b's pod | waits | team-b-4: pending | does not hold |  |" in table
+    assert result["report"] == (report / "report.md").read_text()
+    suite = ElementTree.parse(str(report / "junit.xml")).getroot()
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("Fair share", "3", "1", "1")
+    assert {p.get("name"): p.get("value") for p in suite.find("properties")} == {"platform": "sim"}
+    cases = suite.findall("testcase")
+    assert cases[0].find("failure") is None and cases[0].get("time") == "1.5"
+    assert cases[1].find("failure").get("message") == "does not hold" and cases[2].find("error").text == "403 Forbidden"
+
+    again, dummy = run(args)
+    assert again["changed"] is False
+
+
+@pytest.mark.parametrize("records, fragment", [
+    ([], "records must be a list of at least one record"),
+    ([dict(id="F1", claim="x")], "records[0] has no ok"),
+    ([dict(id="F1", claim="x", ok="yes")], "records[0].ok must be true or false, got 'yes'"),
+    ([dict(id="F1", claim="x", ok=True), dict(id="F1", claim="y", ok=True)], "records[1].id F1 is used by an earlier record"),
+    ([dict(id="F1", claim="x", ok=True, verdicts="holds")], "records[0] has unknown fields verdicts"),
+    ([dict(id="F1", claim="x", ok=True, seconds=-1)], "records[0].seconds must be a number of seconds"),
+    ([dict(id="F1", claim="x", ok=True, evidence={"a": 1})], "records[0].evidence must be a list of lines"),
+])
+def test_bad_records_are_named_and_nothing_is_written(run, tmp_path, records, fragment):
+    result, code = run(dict(dir=str(tmp_path / "report"), title="Fair share", records=records))
+    assert code == 1 and fragment in result["msg"], result
+    assert not (tmp_path / "report").exists()
+
+
+def test_records_need_a_title_and_do_not_clash_with_files(run, tmp_path):
+    result, code = run(dict(dir=str(tmp_path / "r"), records=_records()))
+    assert code == 1 and "title" in result["msg"]
+    result, code = run(dict(dir=str(tmp_path / "r"), title="t", records=_records(), files={"report.md": "x"}))
+    assert code == 1 and result["msg"] == "files: report.md is written from records; leave it out of files"
+    result, code = run(dict(dir=str(tmp_path / "r"), title="t", records=_records(), properties={"ok": True}))
+    assert code == 1 and "properties may not set ok" in result["msg"]
+    assert not (tmp_path / "r").exists()
