@@ -154,6 +154,34 @@ def processes_mentioning(roots, proc="/proc"):
     return found
 
 
+def processes_of_cluster(name, proc="/proc"):
+    """``[{pid, command, workdir}]`` of live processes of the sim cluster ``name``, wherever its work dir is.
+
+    kwokctl keeps a cluster's files in ``<work dir>/kwok/clusters/<name>``, and its control plane's
+    command lines name paths under it (etcd's data dir, the API server's certificates): ``workdir``
+    is the part before ``/kwok/clusters/<name>``. The caller and its parents are left out.
+    """
+    marker = "/kwok/clusters/%s" % name
+    mine = _ancestors(os.getpid())
+    found = []
+    for entry in sorted((e for e in os.listdir(proc) if e.isdigit()), key=int):
+        pid = int(entry)
+        if pid in mine or not is_alive(pid):
+            continue
+        argv = cmdline(pid) or []
+        for arg in argv:
+            index = arg.find(marker + "/")
+            if index < 0 and arg.endswith(marker):
+                index = len(arg) - len(marker)
+            if index < 0:
+                continue
+            workdir = arg[:index].rsplit("=", 1)[-1]
+            if os.path.isabs(workdir):
+                found.append(dict(pid=pid, command=" ".join(argv)[:300], workdir=os.path.normpath(workdir)))
+                break
+    return found
+
+
 def running(state_dir, name, log_file=None):
     """``(pid, spec)`` of the named process when it runs the program it was started with."""
     files = paths(state_dir, name, log_file)

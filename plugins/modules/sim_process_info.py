@@ -48,6 +48,14 @@ options:
     type: list
     elements: path
     default: []
+  cluster:
+    description:
+      - A sim cluster's name. Every live process whose command line names a path under kwokctl's
+        directory of that cluster (C(<work dir>/kwok/clusters/<name>)), wherever its work
+        directory is, is returned in RV(cluster_processes) with that work directory, so that a
+        cleanup by name finds a cluster made outside the default place.
+    type: str
+    version_added: 0.2.0
 """
 
 EXAMPLES = r"""
@@ -104,6 +112,23 @@ mentioning:
       description: Its command line (the first 300 characters).
       type: str
   sample: [{"pid": 4242, "command": "/home/me/.cache/gpulab-kai-hami/sim-bin/bin/etcd --data-dir ..."}]
+cluster_processes:
+  description: The live processes of the cluster of O(cluster), wherever they run from.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    pid:
+      description: The process's pid.
+      type: int
+    command:
+      description: Its command line (the first 300 characters).
+      type: str
+    workdir:
+      description: The work directory its command line names.
+      type: str
+  sample: [{"pid": 4242, "command": "/home/me/.cache/gpulab-kai-hami/sim-bin/bin/etcd --data-dir /home/me/fairlab/kwok/clusters/fairlab/etcd",
+            "workdir": "/home/me/fairlab"}]
 """
 
 import os
@@ -113,12 +138,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import (
     processes_in,
     processes_mentioning,
+    processes_of_cluster,
 )
 
 
 def main():
     module = AnsibleModule(argument_spec=dict(state_dirs=dict(type="dict", default={}),
-                                              mentioning=dict(type="list", elements="path", default=[])),
+                                              mentioning=dict(type="list", elements="path", default=[]),
+                                              cluster=dict(type="str")),
                            supports_check_mode=True)
     processes = []
     for part in sorted(module.params["state_dirs"]):
@@ -130,7 +157,8 @@ def main():
         if not os.path.isabs(path):
             module.fail_json(msg="mentioning must list absolute paths, got %r" % path)
     module.exit_json(changed=False, processes=processes, down=[p["name"] for p in processes if not p["running"]],
-                     mentioning=processes_mentioning(module.params["mentioning"]))
+                     mentioning=processes_mentioning(module.params["mentioning"]),
+                     cluster_processes=processes_of_cluster(module.params["cluster"]) if module.params["cluster"] else [])
 
 
 if __name__ == "__main__":

@@ -152,6 +152,25 @@ def test_sim_process_info_finds_every_process_under_a_directory_pid_file_or_not(
     assert code == 0 and result["mentioning"] == []
 
 
+def test_sim_process_info_finds_a_cluster_by_name_wherever_its_work_dir_is(run, tmp_path):
+    """kwokctl's cluster dir in a command line names the cluster and its work dir; another name's is left out."""
+    workdir = tmp_path / "beside-the-playbook" / "fairlab-state"
+    etcd = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--data-dir=%s/kwok/clusters/fairlab/etcd" % workdir])
+    apiserver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--cert-dir", "%s/kwok/clusters/fairlab" % workdir])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--data-dir=%s/kwok/clusters/fairlab2/etcd" % workdir])
+    try:
+        result, code = run(sim_process_info.main, dict(cluster="fairlab"))
+        assert code == 0
+        assert sorted((p["pid"], p["workdir"]) for p in result["cluster_processes"]) == sorted(
+            [(etcd.pid, str(workdir)), (apiserver.pid, str(workdir))])
+    finally:
+        for proc in (etcd, apiserver, other):
+            proc.kill()
+            proc.wait()
+    result, code = run(sim_process_info.main, dict(cluster="fairlab"))
+    assert code == 0 and result["cluster_processes"] == []
+
+
 def test_a_program_that_exits_at_start_fails_with_its_last_lines_and_leaves_nothing(run, state_dir):
     argv = [sys.executable, "-c", "print('loading config'); print('fatal: no such flag --x'); raise SystemExit(3)"]
     result, code = run(sim_process.main, dict(name="bad", state_dir=state_dir, argv=argv, start_grace=3))
