@@ -1,51 +1,99 @@
-"""The collection as users get it: built, installed with ansible-galaxy, playbooks run by FQCN."""
+"""The collection as users get it: built, installed into a new venv by the documented sequence
+without Ansible Galaxy, playbooks run by FQCN."""
 
+import json
 import os
 import re
+import shutil
 import subprocess
+import sys
+from xml.etree import ElementTree
 
 import pytest
 
 from conftest import BIN
-from simtools import processes_under
+from simtools import alive, listeners_of, processes_under
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OWN_LAB = os.path.join(ROOT, "docs", "own-lab.md")
+REGISTRY = os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "clusters")
+
+
+def documented_install():
+    """The lines of own-lab.md's install-without-galaxy block."""
+    with open(OWN_LAB) as handle:
+        text = handle.read()
+    block = re.search(r"<!-- install-without-galaxy[^>]*-->\n```bash\n(.*?)```", text, re.S)
+    assert block, "own-lab.md has no install-without-galaxy block"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+class Installed(object):
+    """A new venv with the collection installed into a collections dir of its own."""
+
+    def __init__(self, venv, collections):
+        self.venv, self.collections = str(venv), str(collections)
+        self.root = os.path.join(self.collections, "ansible_collections", "gpulab", "kai_hami")
+
+    def run(self, playbook, *args, cwd=None):
+        """ansible-playbook of the venv by FQCN, with only its collections dir on the path, run from
+        elsewhere (no inventory: the implicit localhost, whose modules run in the venv's Python)."""
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=self.collections, VIRTUAL_ENV=self.venv,
+                   PATH=os.path.join(self.venv, "bin") + os.pathsep + os.environ["PATH"])
+        env.pop("PYTHONPATH", None)
+        return subprocess.run([os.path.join(self.venv, "bin", "ansible-playbook"), playbook] + list(args),
+                              capture_output=True, text=True, check=False, env=env, cwd=cwd or self.collections)
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """Build the collection tarball and install it (no dependencies fetched: Galaxy is offline)."""
+    """Build the tarball, then run own-lab.md's install-without-galaxy lines as written, with the
+    venv, the collections dir and the tarball put in places of the test's own."""
     build = tmp_path_factory.mktemp("build")
     done = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", ROOT, "--output-path", str(build)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     (tarball,) = [p for p in os.listdir(build) if p.endswith(".tar.gz")]
-    target = tmp_path_factory.mktemp("collections")
-    done = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--no-deps", "--force", "-p", str(target),
-                           str(build / tarball)], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    # kubernetes.core (a dependency, installed without Ansible Galaxy) from the checkout's unpacked copy
-    (target / "ansible_collections" / "kubernetes").symlink_to(os.path.join(ROOT, ".cache", "collections", "ansible_collections", "kubernetes"))
-    return target
+    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
+        version = re.search(r"^version: (\S+)$", handle.read(), re.M).group(1)
+    assert tarball == "gpulab-kai_hami-%s.tar.gz" % version
+    place = tmp_path_factory.mktemp("user")
+    venv, collections = place / "lab-venv", place / "collections"
+    script = ["set -euxo pipefail"]
+    for line in documented_install():
+        line = line.replace("~/lab-venv", str(venv)).replace("~/.ansible/collections", str(collections))
+        script.append(line.replace(tarball, str(build / tarball)))
+    env = dict(os.environ)
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "ANSIBLE_COLLECTIONS_PATH"):
+        env.pop(name, None)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if os.path.abspath(p) != os.path.abspath(BIN))
+    done = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True, text=True, check=False, env=env, cwd=str(place))
+    assert done.returncode == 0, "\n".join(script) + "\n" + done.stdout[-3000:] + done.stderr[-3000:]
+    assert os.path.realpath(sys.executable) != os.path.realpath(str(venv / "bin" / "python"))
+    return Installed(venv, collections)
 
 
 def run_fqcn(installed, playbook, *args):
-    """ansible-playbook by FQCN, with only the installed collections on the path, run from elsewhere (no
-    inventory: the implicit localhost, whose modules run in ansible-playbook's own Python)."""
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(installed))
-    return subprocess.run([os.path.join(BIN, "ansible-playbook"), playbook] + list(args),
-                          capture_output=True, text=True, check=False, env=env, cwd=str(installed))
+    """ansible-playbook of the installed venv by FQCN."""
+    return installed.run(playbook, *args)
 
 
 def test_installed_collection_has_the_playbooks_and_roles(installed):
-    root = installed / "ansible_collections" / "gpulab" / "kai_hami"
+    root = __import__("pathlib").Path(installed.root)
     for path in ("playbooks/lab11.yml", "playbooks/cleanup.yml", "playbooks/vars/lab11.yml", "playbooks/tasks/lab11_setup.yml",
                  "playbooks/example_team_queues.yml", "roles/sim_cluster/files/sim-bin/build.sh", "roles/kai_scheduler/meta/argument_specs.yml",
                  "roles/sim_kai/meta/argument_specs.yml", "roles/sim_isolator/files/isolator_standin.py",
                  "roles/sim_isolator/files/python_image_files.py", "roles/sim_node/files/oci_image.py",
-                 "tools/install_kubernetes_core.py", "versions.env", "requirements.txt"):
+                 "tools/install_kubernetes_core.py", "versions.env", "requirements.txt", "playbooks/cleanup_caches.yml",
+                 "docs/porting.md"):
         assert (root / path).exists(), path
     assert not (root / ".cache").exists() and not (root / ".venv").exists()
+    # kubernetes.core came from the tool, at the version versions.env pins, beside the collection
+    manifest = os.path.join(installed.collections, "ansible_collections", "kubernetes", "core", "MANIFEST.json")
+    with open(manifest) as handle:
+        core = json.load(handle)["collection_info"]["version"]
+    with open(root / "versions.env") as handle:
+        assert "KUBERNETES_CORE_VERSION=%s" % core in handle.read()
 
 
 def test_lab11_by_fqcn_checks_its_inputs(installed):
@@ -60,20 +108,108 @@ def test_lab11_and_cleanup_by_fqcn_pass_a_syntax_check(installed):
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
 
 
-def test_the_example_lab_from_the_tarball_runs_twice_and_is_cleaned_up_by_name(installed):
-    """A lab of one's own from the docs: the example playbook by FQCN, twice (nothing changes the
-    second time), then cleanup by the cluster's name leaves no process and no work dir."""
-    workdir = os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "sim", "teamlab")
+def test_lab11_by_fqcn_refuses_a_variable_of_0_1_0_naming_its_replacement(installed):
+    done = run_fqcn(installed, "gpulab.kai_hami.lab11", "-e", "lab11_profile=a100")
+    assert done.returncode != 0
+    assert "lab11_profile is gone since gpulab.kai_hami 0.2.0: use lab11_gpu_profile" in done.stdout, done.stdout[-3000:]
+
+
+def recorded(name):
+    path = os.path.join(REGISTRY, name + ".json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def lab_listeners(workdir):
+    return sorted(listeners_of(processes_under(workdir)))
+
+
+def test_the_example_lab_beside_you_from_the_tarball_reads_kai_reports_and_is_cleaned_up_by_name(installed, tmp_path):
+    """A lab of one's own from the docs: the example by FQCN with its state beside the playbook, twice
+    (nothing changes the second time); its checks read KAI's decisions through kai_pod_schedule_info and
+    kai_queue_info and end up in its own report. Another lab (its state elsewhere too) runs beside it:
+    cleanup of the first by name (keeping the cluster, then not) never touches the second's processes,
+    and a name that is not recorded fails, naming what runs. Then nothing of the first is left."""
+    mine, other = tmp_path / "teamlab", tmp_path / "otherlab"
+    mine.mkdir()
+    other.mkdir()
+    workdir, other_workdir = str(mine / "teamlab-state"), str(other / "otherlab-state")
     try:
-        first = run_fqcn(installed, "gpulab.kai_hami.example_team_queues")
+        up_other = installed.run("gpulab.kai_hami.example_team_queues", "-e", "example_cluster=otherlab",
+                                 "-e", "example_workdir=%s" % other_workdir, cwd=str(other))
+        assert up_other.returncode == 0, up_other.stdout[-6000:] + up_other.stderr[-2000:]
+        other_pids = sorted(processes_under(other_workdir))
+        assert other_pids
+
+        first = installed.run("gpulab.kai_hami.example_team_queues", "-e", "example_workdir=%s" % workdir, cwd=str(mine))
         assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
-        placed = re.search(r"team-a-trainer \(team-a\) runs on (teamlab-gpu-[12]); team-b-notebook-1 \(team-b\) runs on "
-                           r"(teamlab-gpu-[12]); team-b-notebook-2 \(team-b\) runs on (teamlab-gpu-[12])", first.stdout)
-        assert placed and placed.group(2) == placed.group(3), first.stdout[-3000:]
-        second = run_fqcn(installed, "gpulab.kai_hami.example_team_queues")
+        assert recorded("teamlab")["workdir"] == workdir and recorded("otherlab")["workdir"] == other_workdir
+        said = re.search(r"team-a-trainer \(team-a\) bound on (teamlab-gpu-[12]); team-b-notebook-1 \(team-b\) bound on (teamlab-gpu-[12]); "
+                         r"team-b-notebook-2 \(team-b\) bound on (teamlab-gpu-[12]); team-a-trainer-2 \(team-a\) unschedulable \((\w+)\);",
+                         first.stdout)
+        assert said and said.group(2) == said.group(3), first.stdout[-4000:]
+        for queue, gpus in (("dept", 2), ("team-a", 1), ("team-b", 1)):
+            assert "queue %s holds %d GPUs" % (queue, gpus) in first.stdout, first.stdout[-4000:]
+
+        report = mine / "teamlab-report"
+        claims = json.loads((report / "claims.json").read_text())
+        assert claims["ok"] is True and [c["id"] for c in claims["claims"]] == ["T1", "T2", "T3", "T4", "T5"]
+        assert said.group(4) in claims["claims"][2]["evidence"][0]
+        suite = ElementTree.parse(str(report / "junit.xml")).getroot()
+        assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("5", "0", "0")
+        assert "| T4 the queues hold what runs" in (report / "report.md").read_text()
+
+        second = installed.run("gpulab.kai_hami.example_team_queues", "-e", "example_workdir=%s" % workdir, cwd=str(mine))
         assert second.returncode == 0 and re.search(r"localhost\s*:.*changed=0\s", second.stdout), second.stdout[-3000:]
+
+        kept = installed.run("gpulab.kai_hami.cleanup", "-e", "cleanup_cluster_name=teamlab", "-e", "cleanup_keep_cluster=true")
+        assert kept.returncode == 0, kept.stdout[-4000:]
+        assert processes_under(workdir) and sorted(processes_under(other_workdir)) == other_pids
+
+        # Not recorded: cleanup by name finds the cluster's processes anyway, names them and fails.
+        record = os.path.join(REGISTRY, "teamlab.json")
+        shutil.move(record, str(tmp_path / "teamlab.json"))
+        try:
+            unrecorded = installed.run("gpulab.kai_hami.cleanup", "-e", "cleanup_cluster_name=teamlab")
+        finally:
+            shutil.move(str(tmp_path / "teamlab.json"), record)
+        assert unrecorded.returncode != 0
+        assert "sim cluster teamlab is not recorded" in unrecorded.stdout and "-e cleanup_workdir=%s" % workdir in unrecorded.stdout, \
+            unrecorded.stdout[-3000:]
+        assert "No cluster named" not in unrecorded.stdout and processes_under(workdir)
+
+        listeners = lab_listeners(workdir)
+        assert listeners
     finally:
-        down = run_fqcn(installed, "gpulab.kai_hami.cleanup", "-e", "cleanup_cluster_name=teamlab")
+        down = installed.run("gpulab.kai_hami.cleanup", "-e", "cleanup_cluster_name=teamlab")
     assert down.returncode == 0, down.stdout[-4000:]
     assert "Removed sim cluster teamlab" in down.stdout and "Lab 11" not in down.stdout
-    assert processes_under(workdir) == [] and not os.path.exists(workdir)
+    assert processes_under(workdir) == [] and not os.path.exists(workdir) and recorded("teamlab") is None
+    held = {line.split()[3] for line in subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, check=True).stdout.splitlines()}
+    assert [address for address, _pid in listeners if address in held] == []
+    try:
+        assert sorted(processes_under(other_workdir)) == other_pids and all(alive(pid) for pid in other_pids)
+    finally:
+        other_down = installed.run("gpulab.kai_hami.cleanup", "-e", "cleanup_cluster_name=otherlab")
+    assert other_down.returncode == 0, other_down.stdout[-4000:]
+    assert processes_under(other_workdir) == [] and not os.path.exists(other_workdir) and recorded("otherlab") is None
+
+
+def test_cleanup_caches_refuses_while_a_cluster_is_left_and_says_what_it_would_remove(installed, tmp_path):
+    """--check changes nothing; with a cluster recorded it is refused, naming it."""
+    registry = tmp_path / "cache" / "clusters"
+    registry.mkdir(parents=True)
+    (registry / "fairlab.json").write_text('{"name": "fairlab", "workdir": "/nowhere"}')
+    (tmp_path / "cache" / "sim-bin").mkdir()
+    refused = installed.run("gpulab.kai_hami.cleanup_caches", "-e", "cleanup_cache_root=%s" % (tmp_path / "cache"))
+    assert refused.returncode != 0 and "kept while these sim clusters are left: fairlab" in refused.stdout, refused.stdout[-3000:]
+    assert (tmp_path / "cache" / "sim-bin").is_dir()
+    (registry / "fairlab.json").unlink()
+    checked = installed.run("gpulab.kai_hami.cleanup_caches", "--check", "-e", "cleanup_cache_root=%s" % (tmp_path / "cache"))
+    assert checked.returncode == 0 and "Would remove the collection's caches" in checked.stdout, checked.stdout[-3000:]
+    assert (tmp_path / "cache" / "sim-bin").is_dir()
+    removed = installed.run("gpulab.kai_hami.cleanup_caches", "-e", "cleanup_cache_root=%s" % (tmp_path / "cache"))
+    assert removed.returncode == 0 and "Removed the collection's caches" in removed.stdout, removed.stdout[-3000:]
+    assert os.listdir(str(tmp_path / "cache")) == []
