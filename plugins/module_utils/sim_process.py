@@ -130,23 +130,25 @@ def _ancestors(pid):
     return found
 
 
-def processes_mentioning(roots, proc="/proc"):
-    """``[{pid, command}]`` of live processes whose command line, working directory or program lies under a root.
-
-    The caller's own process and its parents (ansible-playbook, given the paths as arguments) are left out.
-    """
-    roots = [os.path.normpath(root) for root in roots if root]
+def _others(proc="/proc"):
+    """``(pid, argv)`` of every live process but the caller and its parents (ansible-playbook, given
+    the paths as arguments), by pid."""
     mine = _ancestors(os.getpid())
-    found = []
     for entry in sorted((e for e in os.listdir(proc) if e.isdigit()), key=int):
         pid = int(entry)
-        if pid in mine or not is_alive(pid):
-            continue
-        argv = cmdline(pid) or []
+        if pid not in mine and is_alive(pid):
+            yield pid, cmdline(pid) or []
+
+
+def processes_mentioning(roots, proc="/proc"):
+    """``[{pid, command}]`` of live processes whose command line, working directory or program lies under a root."""
+    roots = [os.path.normpath(root) for root in roots if root]
+    found = []
+    for pid, argv in _others(proc):
         places = list(argv)
         for link in ("cwd", "exe"):
             try:
-                places.append(os.readlink(os.path.join(proc, entry, link)))
+                places.append(os.readlink(os.path.join(proc, str(pid), link)))
             except OSError:
                 pass
         if any(root + os.sep in place or place == root or place.endswith("=" + root) for place in places for root in roots):
@@ -159,23 +161,16 @@ def processes_of_cluster(name, proc="/proc"):
 
     kwokctl keeps a cluster's files in ``<work dir>/kwok/clusters/<name>``, and its control plane's
     command lines name paths under it (etcd's data dir, the API server's certificates): ``workdir``
-    is the part before ``/kwok/clusters/<name>``. The caller and its parents are left out.
+    is the part before ``/kwok/clusters/<name>``.
     """
     marker = "/kwok/clusters/%s" % name
-    mine = _ancestors(os.getpid())
     found = []
-    for entry in sorted((e for e in os.listdir(proc) if e.isdigit()), key=int):
-        pid = int(entry)
-        if pid in mine or not is_alive(pid):
-            continue
-        argv = cmdline(pid) or []
+    for pid, argv in _others(proc):
         for arg in argv:
             index = arg.find(marker + "/")
             if index < 0 and arg.endswith(marker):
                 index = len(arg) - len(marker)
-            if index < 0:
-                continue
-            workdir = arg[:index].rsplit("=", 1)[-1]
+            workdir = arg[:index].rsplit("=", 1)[-1] if index >= 0 else ""
             if os.path.isabs(workdir):
                 found.append(dict(pid=pid, command=" ".join(argv)[:300], workdir=os.path.normpath(workdir)))
                 break
