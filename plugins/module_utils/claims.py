@@ -65,7 +65,7 @@ ISOLATOR_VGPU_VOLUME = "kai-resource-isolator-vgpu"
 PRELOAD_PATH = "/etc/ld.so.preload"
 VGPU_PATH = "/usr/local/vgpu"
 VGPU_MOUNT_ENV = "CONTAINER_VGPU_MOUNT"
-# Claims whose tasks wait (lab11_claim_wait_timeout) for KAI to act: an event, a bind, a log
+# Claims that wait (lab_claim's wait_timeout, the lab's lab11_wait_timeout) for KAI to act: an event, a bind, a log
 # line, a reservation. When C2 found KAI not running they are decided at once, and say why.
 CLAIMS_WAITING_ON_KAI = ("C3", "C5", "C6", "C8", "C9")
 NOT_WAITED_LINE = "not waited for: C2 found KAI not running"
@@ -147,7 +147,7 @@ def _get(obj, *keys):
 
 
 def _first(resources):
-    """The first object of a k8s_info ``resources`` list, or {} when there is none."""
+    """The first object of a list the API returned, or {} when there is none."""
     return (resources or [None])[0] or {}
 
 
@@ -158,7 +158,7 @@ def _state(present):
 def c1_mock_gpus(nodes, node_name, gpu_count):
     """C1: the mock advertises whole GPUs: the node's allocatable nvidia.com/gpu is the profile's count.
 
-    ``nodes`` is what k8s_info read for the GPU node (a list of at most one Node).
+    ``nodes`` is what the API returned for the GPU node (a list of at most one Node).
     """
     allocatable = _get(_first(nodes), "status", "allocatable", GPU_RESOURCE)
     allocatable = "none" if allocatable is None else str(allocatable)
@@ -206,7 +206,7 @@ def c3_queues_gate(queues, events, probe_pods, queue, parent_queue, missing_queu
     """C3: queues gate scheduling: ``queue`` exists under ``parent_queue``, and the probe pod, which
     names ``missing_queue``, is Pending with KAI's QueueDoesNotExist event.
 
-    ``events`` are the probe pod's events; ``probe_pods`` what k8s_info read for it.
+    ``events`` are the probe pod's events; ``probe_pods`` what the API returned for it.
     """
     names = [_get(q, "metadata", "name") for q in queues or []]
     parent = next((_get(q, "spec", "parentQueue") or "" for q in queues or [] if _get(q, "metadata", "name") == queue), "")
@@ -224,7 +224,7 @@ def c4_isolator_webhook(log_lines, log_error, dry_run_pod):
     """C4: the isolator webhook is active: its startup line names the annotation keys, and a
     server-side dry-run of an annotated pod comes back with the isolator's vgpu volume.
 
-    ``log_error`` is k8s_log's message when the log could not be read (else None);
+    ``log_error`` says why the log could not be read (else None);
     ``dry_run_pod`` the pod the API server returned for the dry-run.
     """
     lines = [line for line in log_lines or [] if "annotationKeys=" in line]
@@ -330,7 +330,7 @@ def c9_hamicore_numbers(pods, pod_names, requests_mib, nodes, configmaps, reserv
     """C9: the numbers KAI's hamicore plugin writes reach shared pods, and two pods share one GPU.
 
     ``pods`` are the lab's pods, among them the two shared pods ``pod_names``, whose
-    ``gpu-memory`` requests are ``requests_mib``; ``nodes`` what k8s_info read for the GPU node;
+    ``gpu-memory`` requests are ``requests_mib``; ``nodes`` what the API returned for the GPU node;
     ``configmaps`` the ConfigMaps of the pods' namespace; ``reservation_pods`` the pods in KAI's
     reservation namespace; ``scheduler_lines`` the scheduler's log lines; ``whole_gpus`` the
     whole-GPU pod's request, also in the queue's allocation.

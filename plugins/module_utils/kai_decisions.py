@@ -4,7 +4,7 @@
 """What KAI decided, read from its objects: a Queue's resources as numbers, a pod's scheduling outcome.
 
 Pure functions over recorded API objects (dicts), no API calls; kai_queue_info and
-kai_pod_schedule_info read the objects and hand them here.
+kai_pod_schedule_info read the objects and hand them to these functions.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -8,7 +8,7 @@ PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "kind_cluster.ym
 
 
 def test_no_docker_engine_fails_first_and_clearly(tmp_path):
-    socket = tmp_path / "docker.sock"  # nothing listens here
+    socket = tmp_path / "docker.sock"  # a socket path nothing listens on
     bin_dir = tmp_path / "kind-bin"
     kubeconfig = tmp_path / "kind" / "kubeconfig"
     done = run_playbook(

@@ -1,7 +1,7 @@
 """reservation_probe on real objects shaped like each verdict.
 
 KAI is not running in this suite: the objects KAI would create (BindingError events,
-reservation pods with and without the GPU annotation) are created here through the API, so
+reservation pods with and without the GPU annotation) are created by the test through the API, so
 the module reads them the way it reads KAI's. The real ones come with the KAI sim.
 """
 

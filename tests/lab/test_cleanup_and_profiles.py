@@ -26,7 +26,7 @@ GPUS = dict(name="a100", product="NVIDIA A100-SXM4-80GB", memory_mib=81920, coun
 
 
 def fraction(request_mib, label_mib):
-    """KAI's arithmetic, written out here independently of the collection: floor the label to 100 MiB, round up to 0.01."""
+    """KAI's arithmetic, written out by the test independently of the collection: floor the label to 100 MiB, round up to 0.01."""
     return math.ceil(request_mib / (label_mib - label_mib % 100) * 100) / 100
 
 

@@ -57,10 +57,10 @@ def test_no_stale_kai_version_claims():
 
 def test_no_text_speaks_of_the_machine_it_was_built_on():
     """State the condition ("where the Go module proxy serves no v0.17.0"), not the place."""
-    place = re.compile(r"\bhere\b|\bthis (network|machine)\b", re.I)
+    place = re.compile(r"\bhere\b|\bthis (network|machine)\b|\bnot reachable\b|\bunreachable\)", re.I)
     hits = []
     for path in tracked("*.md", "*.yml", "*.py", "*.j2", "*.sh", "*.env", "*.mod", "Makefile"):
-        if "/tests/" in path or "/changelogs/" in path:
+        if "/changelogs/" in path or path == os.path.abspath(__file__):
             continue
         with open(path, errors="replace") as handle:
             for number, line in enumerate(handle, 1):

@@ -2,7 +2,7 @@
 
 Kubernetes objects are validated strictly against the Kubernetes 1.35 OpenAPI schemas
 (kubernetes-validate); the Helm values files against the facts of the charts they feed (the kind
-path cannot install a chart here). The render is one ansible-playbook run, so the templates are
+path cannot install a chart without a Docker engine). The render is one ansible-playbook run, so the templates are
 rendered by Ansible itself, as the roles render them.
 """
 
@@ -16,8 +16,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-HERE = os.path.dirname(__file__)
-ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+UNIT_DIR = os.path.dirname(__file__)
+ROOT = os.path.abspath(os.path.join(UNIT_DIR, "..", ".."))
 KUBERNETES_VERSION = "1.35.0"
 # Objects of these API groups are not Kubernetes API objects (kwokctl's and kind's configs).
 NOT_KUBERNETES = ("config.kwok.x-k8s.io/", "kind.x-k8s.io/", "kubelet.config.k8s.io/")
@@ -26,7 +26,7 @@ NOT_KUBERNETES = ("config.kwok.x-k8s.io/", "kind.x-k8s.io/", "kubelet.config.k8s
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("render")
-    playbook = os.path.join(HERE, "playbooks", "render.yml")
+    playbook = os.path.join(UNIT_DIR, "playbooks", "render.yml")
     done = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), playbook, "-e", "render_dir=%s" % out],
         capture_output=True, text=True, check=False,

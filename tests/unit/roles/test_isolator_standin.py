@@ -2,7 +2,7 @@
 
 Each rule is the kai-resource-isolator v1.1.0 behaviour the stand-in must reproduce (trigger
 annotations, opt-out, target container, three hostPath volumes, four mounts, three env vars,
-the JSON Patch shape, the denials). Expected patches are written out from those rules here,
+the JSON Patch shape, the denials). Expected patches are written out from those rules by the tests,
 not produced by the code under test.
 """
 

@@ -1,5 +1,5 @@
 """The kind path's host side, without Docker or internet: helm and kind from PATH or from a
-release download checked against its SHA-256 (served here by a local HTTP server), and the host
+release download checked against its SHA-256 (served by a local HTTP server of the test's), and the host
 checks before a cluster is created (against a fake Docker engine on a Unix socket)."""
 
 import functools

@@ -1,4 +1,4 @@
-"""Our mock NVML library, compiled here and called through ctypes the way go-nvml calls it.
+"""Our mock NVML library, compiled by the test and called through ctypes the way go-nvml calls it.
 
 KAI's reservation app (go-nvml v0.13.0-1) dlopen()s libnvidia-ml.so.1 and calls nvmlInit_v2,
 nvmlDeviceGetCount_v2 (it needs exactly one device), nvmlDeviceGetHandleByIndex_v2(0),

@@ -1,7 +1,7 @@
 """build.sh --print-bin-dir: which bin dir the lab uses, without the network when a KAI is built.
 
 The lab asks on every run (every tag): it must name the newest KAI of versions.env's table that
-is already built, without asking the Go module proxy (here unreachable), and fall back to the
+is already built, without asking the Go module proxy (one that never answers), and fall back to the
 proxy's choice only when none is built.
 """
 

@@ -1,6 +1,6 @@
 """Lab 11's claims decided on recorded API objects (tests/unit/fixtures/lab11_claims.yml): every
 verdict of every claim - holds, fails through each check, expected failure (C8), error (the
-record) - with expected numbers and lines computed here from the inputs."""
+record) - with expected numbers and lines computed by the tests from the inputs."""
 
 import copy
 import math
