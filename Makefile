@@ -28,19 +28,31 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: node-packages actionlint help test checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
+.PHONY: node-packages actionlint help test real-node-tests kwok-tests kai-e2e-build helm checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-test: ## Everything: the checks (sanity, lint, changelog lint, actionlint, unit tests) beside the sim's build, then KAI's e2e gate, the sim integration tests and the lab tests (last line is pytest's)
-	$(MAKE) --no-print-directory -j2 --output-sync=target checks sim-bin
-	$(MAKE) --no-print-directory kai-e2e-gate
-	$(MAKE) --no-print-directory integration
-	$(MAKE) --no-print-directory lab-tests
+test: ## Everything: the sim's build, then two lanes side by side: the tests that run the sim's real node (then KAI's e2e gate), and the checks with the tests whose nodes kwok plays
+	$(MAKE) --no-print-directory sim-bin
+	@echo "make test: real-node-tests and kwok-tests run side by side; each lane's output is printed when it ends"
+	$(MAKE) --no-print-directory -j2 --output-sync=target real-node-tests kwok-tests
 
-# What needs no cluster and no binary of the sim, one after the other: make test runs it while
-# sim-bin builds (a cold build is mostly compiling, which leaves room for these).
+# A host runs one real node (kubelet, containerd) at a time: the tests that make one (marked
+# real_node) run one after another in this lane, and KAI's e2e gate (on a real node) after them.
+real-node-tests: collections sim-bin ## The integration and lab tests marked real_node, then kai-e2e-gate
+	pytest tests/integration -m real_node
+	pytest tests/lab -m real_node
+	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory kai-e2e-gate
+
+# Beside the real node's lane: first what that lane needs later (helm, KAI's e2e test binaries),
+# then what needs no cluster, then the tests whose clusters have only kwok's nodes.
+kwok-tests: collections sim-bin ## helm and KAI's e2e test binaries built, the checks, then the integration and lab tests not marked real_node
+	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory helm kai-e2e-build checks
+	pytest tests/integration -m 'not real_node'
+	pytest tests/lab -m 'not real_node'
+
+# What needs no cluster and no binary of the sim, one after the other.
 checks: ## Sanity, lint, changelog lint, actionlint and the unit tests, one after the other
 	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory sanity lint changelog-lint actionlint units
 
@@ -106,7 +118,7 @@ $(ACTIONLINT):
 # node's busybox image is Debian's busybox-static; its network needs iptables and iproute2.
 NODE_PACKAGES := libseccomp-dev pkg-config busybox-static iptables iproute2
 node-packages: ## Install the Debian packages the sim's real node needs (as root, with apt-get; only the missing ones)
-	@missing=$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@missing=$$(for p in $(NODE_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done | xargs); \
 	if [ -z "$$missing" ]; then echo "node-packages: installed ($(NODE_PACKAGES))"; \
 	elif [ "$$(id -u)" != 0 ]; then echo "node-packages: the sim's real node needs the Debian packages $$missing, which only root can install: run 'sudo apt-get install $$missing' (or make as root)" >&2; exit 1; \
 	else echo "node-packages: installing $$missing with apt-get (as root)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
@@ -132,6 +144,12 @@ bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8
 
 kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/kai-<version>.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
 	python tools/kai_e2e.py $(KAI_E2E_ARGS)
+
+kai-e2e-build: collections sim-bin ## Build the test binaries of the e2e suites with gate: counts (kai-e2e-gate builds them too)
+	python tools/kai_e2e.py --gate --build-only
+
+helm: collections ## The pinned helm, installed by the helm_binary role into its cache (the roles that install charts use it)
+	ansible-playbook tests/integration/playbooks/helm_binary.yml
 
 kai-e2e-gate: collections sim-bin ## The e2e suites with gate: counts (make test runs them); fails on any failure or other passed/skipped counts
 	python tools/kai_e2e.py --gate --report-dir $(CACHE)/kai-e2e-gate

@@ -198,6 +198,7 @@ def main():
     parser.add_argument("--report-dir", default=os.path.join(ROOT, "kai-e2e-report"))
     parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     parser.add_argument("--reclassify", action="store_true", help="classify the report dir's JUnit reports again; run nothing")
+    parser.add_argument("--build-only", action="store_true", help="build the sim and the suites' test binaries; run nothing")
     args = parser.parse_args()
     if args.reclassify:
         return reclassify(args.report_dir)
@@ -216,6 +217,12 @@ def main():
     # A full run counts every spec of KAI's e2e module: the suites the list excludes are built to list theirs.
     excluded = [] if args.gate or args.suite else list(spec.get("excluded_suites") or [])
     scope = "the gate's suites" if args.gate else "the suites asked for" if args.suite else "every suite of KAI's e2e module"
+    if args.build_only:
+        bin_dir, more_s, not_built = build([entry["suite"] for entry in suites + excluded], version)
+        print("KAI %s: %d suites' test binaries in %s/kai-e2e, built in %.0f s%s" % (
+            version, len(suites + excluded) - len(not_built), bin_dir, build_s + more_s,
+            "".join("; %s: %s" % item for item in sorted(not_built.items()))))
+        return 1 if not_built else 0
     print("KAI %s; list %s; Ginkgo seed %d; counting %s" % (version, os.path.relpath(report.list_path(version), ROOT), spec["seed"], scope))
     shutil.rmtree(args.report_dir, ignore_errors=True)
     for sub in ("junit", "logs", "inventory"):

@@ -22,7 +22,8 @@ from simtools import BIN, listeners_of, processes_under, run_playbook
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VERSIONS = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "versions.env")
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a real node runs a kubelet and containerd, which need root")
+pytestmark = [pytest.mark.real_node,
+              pytest.mark.skipif(os.geteuid() != 0, reason="a real node runs a kubelet and containerd, which need root")]
 
 
 def pinned(key):

@@ -1,7 +1,9 @@
 """The lab end to end on the sim platform: Molecule's scenarios and playbooks/lab11.yml.
 
-These run in a pytest session of their own (``make pytest`` runs tests/lab after
-tests/unit and tests/integration), so the integration tests' shared cluster is gone by then.
+These run in pytest sessions of their own: ``make test`` runs the ones marked ``real_node`` in its
+real node lane and the others beside them, with the integration tests' shared cluster (whose
+nodes kwok plays) up at the same time; every test looks only at the processes and files of its
+own clusters.
 Molecule runs through pytest so that a Molecule failure is a failed test. The ``sim`` scenario
 is run once, without its final destroy: the tests of playbooks/lab11.yml then use the lab it
 converged (each process killed in turn, the late-label experiment, cleanup), and the scenario is

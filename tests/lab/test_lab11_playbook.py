@@ -87,6 +87,7 @@ def claims_of(tmp_path):
     return {c["id"]: c for c in json.loads((tmp_path / "report" / "claims.json").read_text())["claims"]}
 
 
+@pytest.mark.real_node
 def test_molecule_test_sim(molecule_sim):
     """The lab as written on the sim: create, converge, idempotence (0 changed), verify (all eight
     claims, C8 the expected failure). Its destroy runs at the end of this module (conftest)."""
@@ -220,6 +221,7 @@ def lab_state(kube):
     return dict(queues=queues, labels={k: v for k, v in labels.items() if k.startswith("nvidia.com/")}, pods={n: pods.get(n) for n in PODS})
 
 
+@pytest.mark.real_node
 def test_each_killed_process_fails_the_claims_needing_it_and_a_rerun_restarts_it_on_its_data(molecule_sim, tmp_path):
     """Kill every process of the sim in turn (the agent, the real node's
     containerd and kubelet, then kwok, kube-controller-manager, kube-apiserver and etcd): after
@@ -315,6 +317,7 @@ def interrupted_run(variables, step):
     return proc.returncode, "".join(output)
 
 
+@pytest.mark.real_node
 def test_runs_interrupted_at_each_step_converge(molecule_sim, tmp_path):
     """Ctrl-C at the first task of each step in turn (gpu, kai, isolator, workloads, verify), each
     run on what the interrupted one before it left: each gets through the step the one before was
@@ -345,6 +348,7 @@ def lab_listeners(workdir, cluster_name=NAME):
     return listeners_of(lab_pids(workdir, cluster_name))
 
 
+@pytest.mark.real_node
 def test_a_second_lab_beside_the_first_clashes_with_nothing_and_its_cleanup_leaves_the_first_healthy(molecule_sim, tmp_path):
     """Two lab11_cluster_names on one machine. A second real node is refused before anything of
     it is created, naming the first's kubelet (kubelets share the host's device plugin
@@ -415,6 +419,7 @@ def files_open_by(pid):
     return paths
 
 
+@pytest.mark.real_node
 def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
     assert molecule_sim["returncode"] == 0, "molecule test -s sim failed: see test_molecule_test_sim"
     workdir = molecule_sim["workdir"]

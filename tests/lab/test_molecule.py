@@ -8,6 +8,8 @@ module's ``sim_crossed`` makes its own real node (the host runs one at a time).
 
 import os
 
+import pytest
+
 from conftest import molecule, step_succeeded
 
 
@@ -25,6 +27,7 @@ def processes_mentioning(text):
     return found
 
 
+@pytest.mark.real_node
 def test_molecule_test_sim_crossed():
     """Beyond the lab: the reservation crossed with our mock NVML library on 4 x 80 GiB A100s, C8 reserved, C9 holding."""
     returncode, output = molecule("test", "-s", "sim_crossed")
