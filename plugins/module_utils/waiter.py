@@ -19,6 +19,22 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import 
 WEBHOOK_NOT_READY = ("failed calling webhook", "connection refused")
 
 
+def wait_argument_spec(timeout, sleep):
+    """The wait options of every module that polls the cluster, typed once: ``wait_timeout``
+    (whole seconds, 0 reads once) and ``wait_sleep`` (seconds between polls); each module gives
+    its defaults. Documented by the gpulab.kai_hami.wait doc fragment."""
+    return dict(wait_timeout=dict(type="int", default=timeout), wait_sleep=dict(type="float", default=sleep))
+
+
+def wait_options_error(params):
+    """What is wrong with ``wait_timeout`` and ``wait_sleep`` (None when nothing is)."""
+    if params["wait_timeout"] < 0:
+        return "wait_timeout must be 0 or more seconds (0 reads once), got %s" % params["wait_timeout"]
+    if params["wait_sleep"] <= 0:
+        return "wait_sleep must be more than 0 seconds, got %s" % params["wait_sleep"]
+    return None
+
+
 def poll(check, timeout, sleep=1.0, clock=time.monotonic, pause=time.sleep):
     """Call ``check()`` until it returns a truthy value or ``timeout`` seconds pass.
 

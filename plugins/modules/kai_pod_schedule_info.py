@@ -62,10 +62,8 @@ options:
     type: str
     choices: [bound, unschedulable, binding, pending]
   wait_timeout:
-    type: int
     default: 180
   wait_sleep:
-    type: float
     default: 2.0
 """
 
@@ -163,7 +161,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_decisions impo
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import BIND_REQUEST_API
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import wait_until
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import wait_argument_spec, wait_options_error, wait_until
 
 POD_GROUP_API = "scheduling.run.ai/v2alpha2"
 
@@ -175,9 +173,8 @@ def argument_spec():
         namespace=dict(type="str", default="default"),
         wait=dict(type="bool", default=False),
         expect=dict(type="str", choices=["bound", "unschedulable", "binding", "pending"]),
-        wait_timeout=dict(type="int", default=180),
-        wait_sleep=dict(type="float", default=2.0),
     )
+    spec.update(wait_argument_spec(180, 2.0))
     return spec
 
 
@@ -211,9 +208,8 @@ def main():
     params = module.params
     if not params["names"] or not all(params["names"]):
         module.fail_json(msg="names must list at least one pod name, and no empty one")
-    for field in ("wait_timeout", "wait_sleep"):
-        if params[field] <= 0:
-            module.fail_json(msg="%s must be a positive number, got %s" % (field, params[field]))
+    if wait_options_error(params):
+        module.fail_json(msg=wait_options_error(params))
 
     def read_all():
         return [observe(service, name, params["namespace"]) for name in params["names"]]

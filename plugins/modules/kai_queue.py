@@ -28,6 +28,7 @@ description:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpulab.kai_hami.kube_error
+  - gpulab.kai_hami.wait
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -158,9 +159,10 @@ options:
     type: bool
     default: false
   wait_timeout:
-    description: Seconds to wait with O(wait=true).
-    type: int
+    description: The most seconds O(wait=true) polls for the child queues to be listed (V(0) reads once).
     default: 60
+  wait_sleep:
+    default: 1.0
 notes:
   - Only leaf queues run workloads in KAI; point pods at a leaf queue.
 seealso:
@@ -261,6 +263,8 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.queues import (
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import (
     retry_while_webhook_settles,
+    wait_argument_spec,
+    wait_options_error,
     wait_until,
 )
 
@@ -278,8 +282,8 @@ def argument_spec():
         force=dict(type="bool", default=False),
         webhook_retry_timeout=dict(type="int", default=120),
         wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=60),
     )
+    spec.update(wait_argument_spec(60, 1.0))
     return spec
 
 
@@ -377,7 +381,7 @@ class QueueRunner:
                 result=dict(queues=self.results),
             )
 
-        wait_until(listed_by_parents, timeout, timed_out, sleep=1.0)
+        wait_until(listed_by_parents, timeout, timed_out, sleep=self.module.params["wait_sleep"])
 
     def absent(self, queues):
         existing_list = self.existing_queues()
@@ -419,9 +423,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for field in ("webhook_retry_timeout", "wait_timeout"):
-        if params[field] < 0:
-            module.fail_json(msg="%s must be >= 0 seconds, got %d" % (field, params[field]))
+    if params["webhook_retry_timeout"] < 0:
+        module.fail_json(msg="webhook_retry_timeout must be >= 0 seconds, got %d" % params["webhook_retry_timeout"])
+    if wait_options_error(params):
+        module.fail_json(msg=wait_options_error(params))
     try:
         queues = requested_queues(params)
     except QueueSpecError as error:

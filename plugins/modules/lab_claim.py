@@ -168,10 +168,8 @@ options:
     type: dict
     default: {}
   wait_timeout:
-    type: int
     default: 300
   wait_sleep:
-    type: float
     default: 1
 """
 
@@ -283,7 +281,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import processes_in
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import poll
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import poll, wait_argument_spec, wait_options_error
 
 CLAIM_IDS = ["C%d" % n for n in range(1, 10)]
 LAB_LABEL_SELECTOR = "app.kubernetes.io/part-of=gpulab-lab11"
@@ -323,9 +321,8 @@ def argument_spec():
             webhook=dict(type="str", default=ISOLATOR_WEBHOOK),
         )),
         state_dirs=dict(type="dict", default={}),
-        wait_timeout=dict(type="int", default=300),
-        wait_sleep=dict(type="float", default=1.0),
     )
+    spec.update(wait_argument_spec(300, 1.0))
     return spec
 
 
@@ -503,9 +500,8 @@ def main():
     for part, state_dir in params["state_dirs"].items():
         if not isinstance(state_dir, str) or not state_dir:
             module.fail_json(msg="state_dirs.%s must be a directory's path, got %r" % (part, state_dir))
-    if params["wait_timeout"] < 0 or params["wait_sleep"] <= 0:
-        module.fail_json(msg="wait_timeout must be 0 or more and wait_sleep more than 0 (got %s and %s)" % (
-            params["wait_timeout"], params["wait_sleep"]))
+    if wait_options_error(params):
+        module.fail_json(msg=wait_options_error(params))
     if not claim_ids:
         module.fail_json(msg="claims must name at least one of %s" % ", ".join(CLAIM_IDS))
     for claim_id in claim_ids:

@@ -66,10 +66,8 @@ options:
     type: str
     choices: [reserved, nvml_unavailable, reservation_timeout, pending, not_shared]
   wait_timeout:
-    type: int
     default: 180
   wait_sleep:
-    type: int
     default: 5
 """
 
@@ -140,7 +138,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import
     read_boundary,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import connect
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import wait_until
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import wait_argument_spec, wait_options_error, wait_until
 
 
 def argument_spec():
@@ -151,9 +149,8 @@ def argument_spec():
         reservation_namespace=dict(type="str", default=RESERVATION_NAMESPACE),
         log_lines=dict(type="int", default=50),
         expect=dict(type="str", choices=list(VERDICTS)),
-        wait_timeout=dict(type="int", default=180),
-        wait_sleep=dict(type="int", default=5),
     )
+    spec.update(wait_argument_spec(180, 5.0))
     return spec
 
 
@@ -165,9 +162,10 @@ def observe(service, params):
 def main():
     module = build_module(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
-    for field in ("wait_timeout", "wait_sleep", "log_lines"):
-        if params[field] <= 0:
-            module.fail_json(msg="%s must be a positive number, got %d" % (field, params[field]))
+    if params["log_lines"] <= 0:
+        module.fail_json(msg="log_lines must be a positive number, got %d" % params["log_lines"])
+    if wait_options_error(params):
+        module.fail_json(msg=wait_options_error(params))
 
     try:
         service = connect(module)

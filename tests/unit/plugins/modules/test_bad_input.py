@@ -40,6 +40,8 @@ def assert_clear_failure(result, code, *fragments):
         (dict(state="present"), ["one of the following is required", "name", "queues"]),
         (dict(name="q", state="gone"), ["state", "present, absent"]),
         (dict(name="q", webhook_retry_timeout=-1), ["webhook_retry_timeout must be >= 0"]),
+        (dict(name="q", wait=True, wait_timeout=-1), ["wait_timeout must be 0 or more seconds (0 reads once), got -1"]),
+        (dict(name="q", wait=True, wait_sleep=0), ["wait_sleep must be more than 0 seconds, got 0"]),
     ],
 )
 def test_kai_queue_bad_input(run_module, args, fragments):
@@ -69,8 +71,10 @@ def test_gpu_node_label_bad_input(run_module, args, fragments):
 @pytest.mark.parametrize(
     "args, fragments",
     [
-        (dict(name="p", wait_timeout=0), ["wait_timeout must be a positive number"]),
-        (dict(name="p", wait_timeout=-10, expect="nvml_unavailable"), ["wait_timeout must be a positive number"]),
+        (dict(name="p", wait_timeout=-1), ["wait_timeout must be 0 or more seconds (0 reads once), got -1"]),
+        (dict(name="p", wait_timeout=-10, expect="nvml_unavailable"), ["wait_timeout must be 0 or more seconds", "got -10"]),
+        (dict(name="p", wait_sleep=0), ["wait_sleep must be more than 0 seconds, got 0"]),
+        (dict(name="p", wait_sleep="often"), ["wait_sleep", "float"]),
         (dict(name="p", expect="crashed"), ["expect", "reserved, nvml_unavailable, reservation_timeout, pending, not_shared"]),
         (dict(name="p", log_lines=0), ["log_lines must be a positive number"]),
         (dict(namespace="default"), ["missing required arguments: name"]),
@@ -86,8 +90,8 @@ def test_reservation_probe_bad_input(run_module, args, fragments):
     [
         (dict(names=[]), ["names must list at least one pod name"]),
         (dict(names=["a", ""]), ["names must list at least one pod name, and no empty one"]),
-        (dict(names=["a"], wait=True, wait_timeout=0), ["wait_timeout must be a positive number, got 0"]),
-        (dict(names=["a"], wait_sleep=-1), ["wait_sleep must be a positive number"]),
+        (dict(names=["a"], wait=True, wait_timeout=-5), ["wait_timeout must be 0 or more seconds (0 reads once), got -5"]),
+        (dict(names=["a"], wait_sleep=-1), ["wait_sleep must be more than 0 seconds, got -1"]),
         (dict(names=["a"], expect="running"), ["expect", "bound, unschedulable, binding, pending"]),
         (dict(namespace="default"), ["missing required arguments: names"]),
     ],
@@ -137,3 +141,14 @@ def test_lab_claim_bad_input(run_module, args, fragments):
     result, code = run_module(lab_claim.main, args)
     assert_clear_failure(result, code, *fragments)
     assert "record" not in result and "records" not in result
+
+
+# The modules that poll the cluster type their wait options through one spec (module_utils/waiter.py).
+POLLING = (kai_queue, kai_pod_schedule_info, reservation_probe, lab_claim)
+
+
+@pytest.mark.parametrize("module", POLLING, ids=[m.__name__.rsplit(".", 1)[-1] for m in POLLING])
+def test_the_polling_modules_share_the_wait_options(module):
+    spec = module.argument_spec()
+    assert (spec["wait_timeout"]["type"], spec["wait_sleep"]["type"]) == ("int", "float")
+    assert "gpulab.kai_hami.wait" in module.DOCUMENTATION
