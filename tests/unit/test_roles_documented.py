@@ -10,12 +10,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROLES = sorted(r for r in os.listdir(os.path.join(ROOT, "roles")) if os.path.isdir(os.path.join(ROOT, "roles", r, "tasks")))
 
 
-def load(role, *parts):
+def load(role, *parts, text=False):
     path = os.path.join(ROOT, "roles", role, *parts)
     if not os.path.exists(path):
         return None
     with open(path) as handle:
-        return handle.read() if path.endswith(".md") else yaml.safe_load(handle)
+        return handle.read() if text or path.endswith(".md") else yaml.safe_load(handle)
 
 
 def test_the_collection_has_the_roles_of_the_design():
@@ -47,3 +47,23 @@ def test_spec_defaults_match_the_role_defaults(role):
             assert spec["default"] == defaults[name], name
         if "choices" in spec and name in defaults:
             assert defaults[name] in spec["choices"], name
+
+
+def included_roles(role):
+    """The collection's roles this role's tasks include (include_role/import_role), by name."""
+    found = set()
+    tasks = os.path.join(ROOT, "roles", role, "tasks")
+    for name in os.listdir(tasks):
+        with open(os.path.join(tasks, name)) as handle:
+            found.update(re.findall(r"_role:\s*\n(?:\s+\w+:.*\n)*?\s+name: gpulab\.kai_hami\.([a-z0-9_]+)", handle.read()))
+    return found
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_meta_main_names_the_roles_it_includes(role):
+    """meta/main.yml: galaxy_info, no dependencies that run before the role, and a line naming each
+    role its tasks include (the includes are conditional, so none is a meta dependency)."""
+    meta = load(role, "meta", "main.yml")
+    assert meta["dependencies"] == [] and meta["galaxy_info"]["description"], meta
+    named = set(re.findall(r"^#   gpulab\.kai_hami\.([a-z0-9_]+): ", load(role, "meta", "main.yml", text=True), re.M))
+    assert named == included_roles(role), "meta/main.yml names %s, the tasks include %s" % (sorted(named), sorted(included_roles(role)))
