@@ -163,6 +163,7 @@ options:
     default: 60
   wait_sleep:
     default: 1.0
+    version_added: 0.3.0
 notes:
   - Only leaf queues run workloads in KAI; point pods at a leaf queue.
 seealso:
