@@ -28,6 +28,8 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.node_labels import
 PROFILES = {
     "a100": {"name": "a100", "product": "NVIDIA A100-SXM4-40GB", "memory_mib": 40960, "count": 8},
 }
+# The lab's profile: the roles' and modules' defaults take their GPUs from it.
+DEFAULT_PROFILE = "a100"
 FIELDS = ("name", "product", "memory_mib", "count")
 MAX_GPUS_PER_NODE = 64
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")

@@ -73,7 +73,7 @@ options:
         type: str
         required: true
       gpu_count:
-        description: GPUs the node advertises (the GPU profile's count).
+        description: GPUs the node advertises (the GPU profile's count; the default is the a100 profile's).
         type: int
         default: 8
       queue:
@@ -259,6 +259,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
     build_module,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import KubeError
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.gpu_profiles import DEFAULT_PROFILE, PROFILES
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
     BIND_REQUEST_API,
     ISOLATOR_NAMESPACE,
@@ -297,7 +298,7 @@ def argument_spec():
         lab=dict(type="dict", required=True, options=dict(
             namespace=dict(type="str", default="default"),
             gpu_node=dict(type="str", required=True),
-            gpu_count=dict(type="int", default=8),
+            gpu_count=dict(type="int", default=PROFILES[DEFAULT_PROFILE]["count"]),
             queue=dict(type="str", default="default-queue"),
             parent_queue=dict(type="str", default="default"),
             missing_queue=dict(type="str", default="lab11-no-such-queue"),
