@@ -22,16 +22,27 @@ options:
   _terms:
     description:
       - Keys to return (C(namespace), C(workloads), C(scheduler_deployment), C(scheduler_name), C(reservation_namespace),
-        C(reservation_service_account), C(reservation_app_label), C(chart_default_queues)).
+        C(reservation_service_account), C(reservation_app_label), C(chart_default_queues), C(isolator)).
     type: list
     elements: str
     required: false
+  isolator_release:
+    description:
+      - The isolator's release name; C(isolator) is then the objects its chart names after it
+        (C(webhook), C(libsync), C(webhook_configuration)) and the volume its webhook injects (C(injected_volume)).
+    type: str
+    default: kai-resource-isolator
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
 - name: KAI's reservation namespace
   ansible.builtin.debug:
     msg: "{{ lookup('gpulab.kai_hami.kai_parts', 'reservation_namespace') }}"
+
+- name: The isolator's webhook Deployment under a release of yours
+  ansible.builtin.debug:
+    msg: "{{ lookup('gpulab.kai_hami.kai_parts', 'isolator', isolator_release='my-isolator').webhook }}"
 
 - name: Every name at once
   ansible.builtin.debug:
@@ -48,14 +59,21 @@ _raw:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import kai_parts
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import ISOLATOR_RELEASE, isolator_parts, kai_parts
 
 
 class LookupModule(LookupBase):
     """KAI's part names."""
 
     def run(self, terms, variables=None, **kwargs):
+        unknown = sorted(set(kwargs) - {"isolator_release"})
+        if unknown:
+            raise AnsibleLookupError("kai_parts takes no option %s; it takes isolator_release" % ", ".join(unknown))
+        release = kwargs.get("isolator_release", ISOLATOR_RELEASE)
+        if not isinstance(release, str) or not release:
+            raise AnsibleLookupError("kai_parts: isolator_release must be a release name, got %r" % (release,))
         parts = kai_parts()
+        parts["isolator"] = isolator_parts(release)
         if not terms:
             return [parts]
         unknown = [term for term in terms if term not in parts]

@@ -27,6 +27,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
     GPU_INDEX_ANNOTATION,
     GPU_MEMORY_LABEL,
     GPU_RESOURCE,
+    ISOLATOR_VGPU_VOLUME,
     SCHEDULER_DEPLOYMENT,
 )
 
@@ -61,7 +62,6 @@ DEVICES_KEY = "NVIDIA_VISIBLE_DEVICES"
 QUEUE_MISSING_REASON = "QueueDoesNotExist"
 ISOLATOR_KEYS_LINE = "annotationKeys=gpu-fraction|gpu-memory"
 ISOLATOR_VOLUME_PREFIX = "kai-resource-isolator-"
-ISOLATOR_VGPU_VOLUME = "kai-resource-isolator-vgpu"
 PRELOAD_PATH = "/etc/ld.so.preload"
 VGPU_PATH = "/usr/local/vgpu"
 VGPU_MOUNT_ENV = "CONTAINER_VGPU_MOUNT"

@@ -22,9 +22,11 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 RESERVATION_SERVICE_ACCOUNT = "kai-resource-reservation"
 RESERVATION_APP_LABEL = "kai-resource-reservation"
 RESERVATION_APP_SELECTOR = "app=" + RESERVATION_APP_LABEL
-# The isolator's namespace and webhook Deployment under its chart's default release name.
+# The isolator's chart's default release name and namespace, and the volume its webhook injects
+# into an annotated pod (a fixed name, whatever the release).
+ISOLATOR_RELEASE = "kai-resource-isolator"
 ISOLATOR_NAMESPACE = "kai-resource-isolator"
-ISOLATOR_WEBHOOK = "kai-resource-isolator-webhook"
+ISOLATOR_VGPU_VOLUME = "kai-resource-isolator-vgpu"
 # Labels, annotations and resources KAI and GPU feature discovery use on pods and nodes.
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
@@ -45,6 +47,21 @@ CHART_DEFAULT_QUEUES = [
 ]
 
 
+def isolator_parts(release=ISOLATOR_RELEASE):
+    """The objects the isolator's chart names after its release (templates/_helpers.tpl), and the
+    volume its webhook injects."""
+    return {
+        "webhook": release + "-webhook",
+        "libsync": release + "-libsync",
+        "webhook_configuration": release + "-mutating",
+        "injected_volume": ISOLATOR_VGPU_VOLUME,
+    }
+
+
+# The isolator webhook's Deployment under the chart's default release name.
+ISOLATOR_WEBHOOK = isolator_parts()["webhook"]
+
+
 def kai_parts():
     """The names above as one dict (the kai_parts lookup's answer)."""
     return {
@@ -56,4 +73,5 @@ def kai_parts():
         "reservation_service_account": RESERVATION_SERVICE_ACCOUNT,
         "reservation_app_label": RESERVATION_APP_LABEL,
         "chart_default_queues": [dict(q, resources=dict((k, dict(v)) for k, v in q["resources"].items())) for q in CHART_DEFAULT_QUEUES],
+        "isolator": isolator_parts(),
     }

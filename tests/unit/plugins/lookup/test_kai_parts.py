@@ -24,4 +24,24 @@ def test_the_answer_is_a_copy():
 def test_an_unknown_key_is_refused_naming_the_known_ones():
     with pytest.raises(AnsibleLookupError) as error:
         LookupModule().run(["queues"])
-    assert "kai_parts has no queues; it knows chart_default_queues, namespace," in str(error.value)
+    assert "kai_parts has no queues; it knows chart_default_queues, isolator, namespace," in str(error.value)
+
+
+def test_the_isolator_names_follow_its_release():
+    (default,) = LookupModule().run(["isolator"])
+    assert default == {"webhook": "kai-resource-isolator-webhook", "libsync": "kai-resource-isolator-libsync",
+                       "webhook_configuration": "kai-resource-isolator-mutating", "injected_volume": "kai-resource-isolator-vgpu"}
+    (mine,) = LookupModule().run(["isolator"], isolator_release="lab-iso")
+    # the chart names its objects after the release; the webhook's injected volume keeps its name
+    assert mine == {"webhook": "lab-iso-webhook", "libsync": "lab-iso-libsync", "webhook_configuration": "lab-iso-mutating",
+                    "injected_volume": "kai-resource-isolator-vgpu"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(release="x"), "kai_parts takes no option release; it takes isolator_release"),
+    (dict(isolator_release=""), "kai_parts: isolator_release must be a release name, got ''"),
+])
+def test_a_wrong_option_is_refused(kwargs, message):
+    with pytest.raises(AnsibleLookupError) as error:
+        LookupModule().run(["isolator"], **kwargs)
+    assert message in str(error.value)
