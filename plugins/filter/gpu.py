@@ -11,6 +11,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.gpu_profiles import (
     GpuProfileError,
+    first_node_name,
     gpu_nodes,
     gpu_profile,
     mock_gpu_uuids,
@@ -51,8 +52,14 @@ def gpulab_gpu_nodes(nodes, default_profile, field="nodes", profile_field="gpu_p
         raise AnsibleFilterError(str(error))
 
 
+def gpulab_first_node_name(cluster_name):
+    """``<cluster>-control-plane``: the name kind and the sim give a cluster's first node."""
+    return first_node_name(_plain(cluster_name))
+
+
 class FilterModule(object):
     """GPU profile filters."""
 
     def filters(self):
-        return {"gpu_profile": gpulab_gpu_profile, "gpu_nodes": gpulab_gpu_nodes, "mock_gpu_uuids": gpulab_mock_gpu_uuids}
+        return {"gpu_profile": gpulab_gpu_profile, "gpu_nodes": gpulab_gpu_nodes, "mock_gpu_uuids": gpulab_mock_gpu_uuids,
+                "first_node_name": gpulab_first_node_name}

@@ -35,6 +35,12 @@ MAX_GPUS_PER_NODE = 64
 _NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
+def first_node_name(cluster_name):
+    """The name kind and the sim give a cluster's first node (the lab's GPU node): ``<cluster>-control-plane``.
+    (The roles check the cluster's name; a bad one gives a bad node name, which they refuse too.)"""
+    return "%s-control-plane" % (cluster_name,)
+
+
 class GpuProfileError(ValueError):
     """A profile or node list that cannot be used; the message names the field."""
 
