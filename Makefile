@@ -140,7 +140,7 @@ lab-tests: collections sim-bin ## The lab end to end only: Molecule's sim scenar
 	pytest tests/lab
 
 bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8s loop (prints figures and ratios)
-	python tools/bench.py
+	python tools/bench_modules.py
 
 kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/kai-<version>.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
 	python tools/kai_e2e.py $(KAI_E2E_ARGS)

@@ -7,7 +7,7 @@
 Both sides run as ansible-playbook against the same sim cluster; the figures are wall times
 of the whole playbook run. Prints both and the ratio (loop / module).
 
-usage: python tools/bench.py [--nodes 1000] [--queues 200]   (make bench)
+usage: python tools/bench_modules.py [--nodes 1000] [--queues 200]   (make bench)
 """
 
 import argparse
