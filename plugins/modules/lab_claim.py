@@ -344,8 +344,9 @@ def shared_pods(value):
     return pods
 
 
-class Evidence:
-    """What a claim reads, through one KubeService, waiting where the claim waits."""
+class ClaimDecider:
+    """Reads each claim's evidence through one KubeService, waiting where the claim waits, and
+    decides it: ``c1()`` ... ``c9()`` return the claim's decision (the functions of claims.py)."""
 
     def __init__(self, service, params, shared, timeout):
         self.service = service
@@ -486,7 +487,7 @@ def sim_processes(claim_id, found, kai_by_chart=False):
 def decide(claim_id, service, params, pods, timeout):
     """Claim ``claim_id``'s decision (claims.claim_error() when its evidence cannot be read) and the failed call, if any."""
     try:
-        return getattr(Evidence(service, params, pods, timeout), claim_id.lower())(), None
+        return getattr(ClaimDecider(service, params, pods, timeout), claim_id.lower())(), None
     except KubeError as error:
         return claims.claim_error(str(error)), error.details()
     except KaiMathError as error:
