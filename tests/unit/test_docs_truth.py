@@ -89,3 +89,14 @@ def test_version_added_is_never_later_than_the_collection():
                 if match and tuple(int(g) for g in match.groups()) > version:
                     later.append("%s:%d: %s" % (os.path.relpath(path, ROOT), number, line.strip()))
     assert later == []
+
+
+def test_own_lab_names_every_module_of_the_kai_action_group():
+    """docs/own-lab.md's list of the gpulab.kai_hami.kai action group is meta/runtime.yml's."""
+    with open(os.path.join(ROOT, "meta", "runtime.yml")) as handle:
+        group = yaml.safe_load(handle)["action_groups"]["kai"]
+    with open(os.path.join(ROOT, "docs", "own-lab.md")) as handle:
+        text = " ".join(handle.read().split())
+    listed = re.search(r"form the action group `gpulab\.kai_hami\.kai` \(([^)]*)\)", text)
+    assert listed, "docs/own-lab.md no longer lists the kai action group"
+    assert re.findall(r"`([a-z_]+)`", listed.group(1)) == group
