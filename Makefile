@@ -35,7 +35,7 @@ help: ## List the targets
 
 test: ## Everything: the sim's build, then two lanes side by side: the tests that run the sim's real node (then KAI's e2e gate), and the checks with the tests whose nodes kwok plays
 	$(MAKE) --no-print-directory -j2 --output-sync=target sim-bin collections
-	@echo "make test: real-node-tests and kwok-tests run side by side; each lane's output is printed when it ends"
+	@echo "make test: real-node-tests and kwok-tests run side by side (a pytest run's output is printed when it ends)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target real-node-tests kwok-tests
 
 # A host runs one real node (kubelet, containerd) at a time: the tests that make one (marked
