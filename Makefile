@@ -41,16 +41,29 @@ test: ## Everything: the sim's build, then two lanes side by side: the tests tha
 # A host runs one real node (kubelet, containerd) at a time: the tests that make one (marked
 # real_node) run one after another in this lane, and KAI's e2e gate (on a real node) after them.
 real-node-tests: collections sim-bin ## The integration and lab tests marked real_node, then kai-e2e-gate
+	@echo "[$$(date +%T)] real-node-tests: the integration tests marked real_node"
 	pytest tests/integration -m real_node
+	@echo "[$$(date +%T)] real-node-tests: the lab tests marked real_node"
 	pytest tests/lab -m real_node
+	@echo "[$$(date +%T)] real-node-tests: kai-e2e-gate"
 	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory kai-e2e-gate
+	@echo "[$$(date +%T)] real-node-tests: done"
 
-# Beside the real node's lane: first what that lane needs later (helm, KAI's e2e test binaries),
-# then what needs no cluster, then the tests whose clusters have only kwok's nodes.
-kwok-tests: collections sim-bin ## helm and KAI's e2e test binaries built, the checks, then the integration and lab tests not marked real_node
-	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory helm kai-e2e-build checks
-	pytest tests/integration -m 'not real_node'
-	pytest tests/lab -m 'not real_node'
+# Beside the real node's lane: first what that lane needs soon (helm), then, at a lower CPU
+# priority (KWOK_TESTS_NICE) so that the real node's lane, the longer one, is not slowed by it: KAI's
+# e2e test binaries (that lane's last step), what needs no cluster, and the tests whose clusters
+# have only kwok's nodes.
+KWOK_TESTS_NICE ?= 10
+kwok-tests: collections sim-bin ## helm, then at a lower CPU priority KAI's e2e test binaries, the checks, and the integration and lab tests not marked real_node
+	@echo "[$$(date +%T)] kwok-tests: helm"
+	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory helm
+	@echo "[$$(date +%T)] kwok-tests: KAI's e2e test binaries and the checks (nice $(KWOK_TESTS_NICE))"
+	env -u MAKEFLAGS -u MFLAGS nice -n $(KWOK_TESTS_NICE) $(MAKE) --no-print-directory kai-e2e-build checks
+	@echo "[$$(date +%T)] kwok-tests: the integration tests not marked real_node (nice $(KWOK_TESTS_NICE))"
+	nice -n $(KWOK_TESTS_NICE) pytest tests/integration -m 'not real_node'
+	@echo "[$$(date +%T)] kwok-tests: the lab tests not marked real_node (nice $(KWOK_TESTS_NICE))"
+	nice -n $(KWOK_TESTS_NICE) pytest tests/lab -m 'not real_node'
+	@echo "[$$(date +%T)] kwok-tests: done"
 
 # What needs no cluster and no binary of the sim, one after the other.
 checks: ## Sanity, lint, changelog lint, actionlint and the unit tests, one after the other
