@@ -18,9 +18,9 @@ import os
 CACHE_NAME = "gpulab-kai-hami"
 
 
-def cache_dir(*parts, **kwargs):
+def cache_dir(*parts):
     """``$HOME/.cache/gpulab-kai-hami`` joined with ``parts`` (each a non-empty string without '/' at its ends)."""
-    home = kwargs.get("home") or os.environ.get("HOME") or os.path.expanduser("~")
+    home = os.environ.get("HOME") or os.path.expanduser("~")
     for part in parts:
         if not isinstance(part, str) or not part.strip("/") or part != part.strip("/"):
             raise ValueError("each part of a cache path must be a non-empty name without a leading or trailing '/', got %r" % (part,))
