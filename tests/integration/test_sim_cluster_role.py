@@ -49,6 +49,12 @@ def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
         print("listeners of the sim cluster: %s" % listening)
         assert len(listening) >= 5  # etcd (2), kube-apiserver, kube-controller-manager, kwok
         assert all(address.startswith("127.0.0.1:") for address, pid in listening), listening
+        # every port the cluster listens on is one the role chose and remembered in its work dir
+        # (kwokctl's own choice, counting down from 32766, is the same for every work dir: a cluster
+        # whose processes died would find them taken by one made meanwhile elsewhere)
+        with open(os.path.join(workdir, "ports.json")) as handle:
+            chosen = json.load(handle)
+        assert {int(address.rsplit(":", 1)[1]) for address, pid in listening} <= set(chosen.values()), (listening, chosen)
         # the agent's files, whose contents restart what runs them when they change, all exist: every
         # module of the agent's directory that the agent's files import
         with open(os.path.join(workdir, "made.json")) as handle:
