@@ -31,7 +31,7 @@ ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 .PHONY: node-packages actionlint help test real-node-tests kwok-tests kai-e2e-build helm checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
-	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
 
 test: ## Everything: the sim's build, then two lanes side by side: the tests that run the sim's real node (then KAI's e2e gate), and the checks with the tests whose nodes kwok plays
 	$(MAKE) --no-print-directory -j2 --output-sync=target sim-bin collections
