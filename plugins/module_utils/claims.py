@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from collections import namedtuple
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import (
     KaiMathError,
@@ -31,32 +32,54 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
     SCHEDULER_DEPLOYMENT,
 )
 
-# Each claim's line in the report (C8's depends on the boundary the lab expects: see claim_text).
+# One row per claim, everything the lab knows of it besides how it is decided (cN_<what> below):
+#   title         its line in the report (C8's depends on the boundary the lab expects: see claim_text);
+#   decided_by    the component whose behaviour decided it (the report's "decided by"): {kai},
+#                 {isolator} and {gpus} are provenance()'s kai, isolator and gpus, {node} the GPU node;
+#   parts         on the sim platform, the parts of the sim (see the sim_process_info module's
+#                 state_dirs) it depends on. The cluster's own processes (etcd, kube-apiserver,
+#                 kube-controller-manager, kwok) serve every claim; the sim's agent keeps KAI's
+#                 Deployments' readiness; KAI decides the queue, scheduling, accounting, admission and
+#                 reservation claims, and its admission webhook (failurePolicy Fail) admits C4's
+#                 dry-run pod; the isolator injects. A real GPU node's kubelet and containerd (part
+#                 "node") advertise C1's GPUs (the device plugin runs there) and run the pods of C5,
+#                 C8 and C9;
+#   waits_on_kai  it waits (lab_claim's wait_timeout, the lab's lab11_wait_timeout) for KAI to act:
+#                 an event, a bind, a log line, a reservation. When C2 found KAI not running it is
+#                 decided at once, and says why;
+#   shared_pods   how many of the lab's shared pods (lab_claim's lab.shared_pods) it looks at.
+Claim = namedtuple("Claim", "title decided_by parts waits_on_kai shared_pods")
 CLAIMS = {
-    "C1": "Mock advertises whole GPUs",
-    "C2": "KAI installs and runs",
-    "C3": "Queues gate scheduling",
-    "C4": "Isolator webhook is active",
-    "C5": "KAI base scheduling works",
-    "C6": "KAI reads per-GPU memory",
-    "C7": "Isolator injects HAMi-core",
-    "C8": "Boundary: shared pod cannot run",
-    "C9": "KAI's hamicore numbers reach the pod",
+    "C1": Claim(title="Mock advertises whole GPUs",
+                decided_by="{gpus}: node {node}'s allocatable nvidia.com/gpu",
+                parts=("cluster", "node"), waits_on_kai=False, shared_pods=0),
+    "C2": Claim(title="KAI installs and runs",
+                decided_by="{kai}: its seven Deployments and their pods",
+                parts=("cluster", "agent", "kai"), waits_on_kai=False, shared_pods=0),
+    "C3": Claim(title="Queues gate scheduling",
+                decided_by="{kai}: kai-scheduler's event on the probe pod",
+                parts=("cluster", "kai"), waits_on_kai=True, shared_pods=0),
+    "C4": Claim(title="Isolator webhook is active",
+                decided_by="{isolator}: its log and a server-side dry-run through the admission chain",
+                parts=("cluster", "kai", "isolator"), waits_on_kai=False, shared_pods=1),
+    "C5": Claim(title="KAI base scheduling works",
+                decided_by="{kai}: kai-scheduler's BindRequest and the binder",
+                parts=("cluster", "kai", "node"), waits_on_kai=True, shared_pods=0),
+    "C6": Claim(title="KAI reads per-GPU memory",
+                decided_by="{kai}: kai-scheduler's log",
+                parts=("cluster", "kai"), waits_on_kai=True, shared_pods=1),
+    "C7": Claim(title="Isolator injects HAMi-core",
+                decided_by="{kai}: admission (runtimeClassName, CUDA_DEVICE_MEMORY_LIMIT reference); {isolator}: mounts and env",
+                parts=("cluster", "kai", "isolator"), waits_on_kai=False, shared_pods=1),
+    "C8": Claim(title="Boundary: shared pod cannot run",
+                decided_by="{kai}: the binder's events and the reservation app's log",
+                parts=("cluster", "kai", "node"), waits_on_kai=True, shared_pods=1),
+    "C9": Claim(title="KAI's hamicore numbers reach the pod",
+                decided_by="{kai}: the binder's hamicore and gpusharing plugins (the shared pods' ConfigMaps) and kai-scheduler's log",
+                parts=("cluster", "kai", "isolator", "node"), waits_on_kai=True, shared_pods=2),
 }
+CLAIM_IDS = sorted(CLAIMS, key=lambda claim_id: int(claim_id[1:]))
 C8_CROSSED = "Boundary: the reservation succeeds, the shared pod binds"
-# Per claim, the component whose behaviour decided it (the report's "decided by"): {kai},
-# {isolator} and {gpus} are provenance()'s kai, isolator and gpus, {node} the GPU node.
-DECIDED_BY = {
-    "C1": "{gpus}: node {node}'s allocatable nvidia.com/gpu",
-    "C2": "{kai}: its seven Deployments and their pods",
-    "C3": "{kai}: kai-scheduler's event on the probe pod",
-    "C4": "{isolator}: its log and a server-side dry-run through the admission chain",
-    "C5": "{kai}: kai-scheduler's BindRequest and the binder",
-    "C6": "{kai}: kai-scheduler's log",
-    "C7": "{kai}: admission (runtimeClassName, CUDA_DEVICE_MEMORY_LIMIT reference); {isolator}: mounts and env",
-    "C8": "{kai}: the binder's events and the reservation app's log",
-    "C9": "{kai}: the binder's hamicore and gpusharing plugins (the shared pods' ConfigMaps) and kai-scheduler's log",
-}
 LIMIT_ENV = "CUDA_DEVICE_MEMORY_LIMIT"
 DEVICES_KEY = "NVIDIA_VISIBLE_DEVICES"
 QUEUE_MISSING_REASON = "QueueDoesNotExist"
@@ -65,36 +88,15 @@ ISOLATOR_VOLUME_PREFIX = "kai-resource-isolator-"
 PRELOAD_PATH = "/etc/ld.so.preload"
 VGPU_PATH = "/usr/local/vgpu"
 VGPU_MOUNT_ENV = "CONTAINER_VGPU_MOUNT"
-# Claims that wait (lab_claim's wait_timeout, the lab's lab11_wait_timeout) for KAI to act: an event, a bind, a log
-# line, a reservation. When C2 found KAI not running they are decided at once, and say why.
-CLAIMS_WAITING_ON_KAI = ("C3", "C5", "C6", "C8", "C9")
 NOT_WAITED_LINE = "not waited for: C2 found KAI not running"
-# On the sim platform, the parts of the sim (see the sim_process_info module's state_dirs) each
-# claim depends on. The cluster's own processes (etcd, kube-apiserver, kube-controller-manager,
-# kwok) serve every claim; the sim's agent keeps KAI's Deployments' readiness; KAI decides the
-# queue, scheduling, accounting, admission and reservation claims, and its admission webhook
-# (failurePolicy Fail) admits C4's dry-run pod; the isolator injects. A real GPU node's kubelet and
-# containerd (part "node") advertise C1's GPUs (the device plugin runs there) and run the pods
-# of C5, C8 and C9.
-CLAIM_PARTS = {
-    "C1": ("cluster", "node"),
-    "C2": ("cluster", "agent", "kai"),
-    "C3": ("cluster", "kai"),
-    "C4": ("cluster", "kai", "isolator"),
-    "C5": ("cluster", "kai", "node"),
-    "C6": ("cluster", "kai"),
-    "C7": ("cluster", "kai", "isolator"),
-    "C8": ("cluster", "kai", "node"),
-    "C9": ("cluster", "kai", "isolator", "node"),
-}
 
 
 def claim_parts(claim_id, kai_by_chart=False):
-    """The parts of the sim claim ``claim_id`` depends on (CLAIM_PARTS). KAI installed by its chart
+    """The parts of the sim claim ``claim_id`` depends on (CLAIMS' parts). KAI installed by its chart
     runs in the real node's containers, with Deployments of its operator's: a claim KAI decides
     depends on the node (its containerd and kubelet), and the agent, which keeps the readiness of
     the Deployments that stand for KAI's local processes, serves it no more."""
-    parts = CLAIM_PARTS.get(claim_id, ())
+    parts = CLAIMS[claim_id].parts if claim_id in CLAIMS else ()
     if not kai_by_chart:
         return parts
     parts = tuple(part for part in parts if part != "agent")
@@ -378,13 +380,13 @@ def claim_text(claim_id, expected_boundary="nvml_unavailable"):
     """The claim's line in the report."""
     if claim_id == "C8" and expected_boundary == "reserved":
         return C8_CROSSED
-    return CLAIMS[claim_id]
+    return CLAIMS[claim_id].title
 
 
 def decided_by(claim_id, origin, node):
     """What decided the claim, from ``origin`` (provenance()'s answer) and the GPU node's name."""
-    return DECIDED_BY[claim_id].format(kai=origin["kai"], isolator=origin["isolator"], node=node,
-                                       gpus=origin.get("gpus") or "the node's status")
+    return CLAIMS[claim_id].decided_by.format(kai=origin["kai"], isolator=origin["isolator"], node=node,
+                                              gpus=origin.get("gpus") or "the node's status")
 
 
 def claim_error(message):
@@ -428,6 +430,6 @@ def claim_record(decision, claim_id, claim, decided_by, kai_running=True, proces
     else:
         verdict = "fails"
     evidence = dead + [_clean(line) for line in decision.get("evidence") or []]
-    if claim_id in CLAIMS_WAITING_ON_KAI and not kai_running and not holds and not error:
+    if claim_id in CLAIMS and CLAIMS[claim_id].waits_on_kai and not kai_running and not holds and not error:
         evidence.append(NOT_WAITED_LINE)
     return {"id": claim_id, "claim": claim, "decided_by": decided_by, "ok": holds and not error, "verdict": verdict, "evidence": evidence}
