@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import tempfile
 
 DEFAULT_HEADING = "What This Lab Proved"
 ERROR_VERDICT = "error"
@@ -142,3 +144,89 @@ def report_files(title, records, summary=(), properties=None, suite=None, headin
         "report.md": report_md(records, summary, heading),
         "junit.xml": junit_xml(suite or title, records, properties),
     }
+
+
+def lab_summary(platform, provenance, not_running=()):
+    """The summary lines of a lab's report: the platform and which programs decided the claims
+    (``provenance`` as the provenance module_util gives it), the stand-ins, and the processes a
+    claim depends on that do not run."""
+    lines = ["Platform: %s. %s; isolator: %s." % (platform, provenance.get("kai", ""), provenance.get("isolator", ""))]
+    if provenance.get("node"):
+        lines.append("GPU node: %s; its GPUs: %s." % (provenance["node"], provenance.get("gpus", "")))
+    if provenance.get("stand_ins"):
+        lines.append("Stand-ins (not the upstream programs): %s." % "; ".join(provenance["stand_ins"]))
+    if not_running:
+        lines.append("Not running: %s (a re-run of the playbook starts them again)." % ", ".join(not_running))
+    return lines
+
+
+def files_problem(directory, files, mode):
+    """The error text for file names, contents or a mode that cannot be written, or a directory
+    that cannot be written or made; None when all can."""
+    for name, content in files.items():
+        if not name or name in (".", "..") or "/" in name:
+            return "files: %r is not a file name (no directory part, not . or ..)" % name
+        if not isinstance(content, str):
+            return "files.%s must be text, got %s" % (name, type(content).__name__)
+    if not 0 <= mode <= 0o7777:
+        return "mode must be an octal file mode such as 0644, got %r" % oct(mode)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory) or not os.access(directory, os.W_OK | os.X_OK):
+            return "dir %s cannot be written (not a directory, or not writable)" % directory
+    else:
+        parent = os.path.dirname(directory.rstrip("/")) or "/"
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+            return "dir %s cannot be created: its parent %s is missing or not writable" % (directory, parent)
+    return None
+
+
+def _current(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _write(path, content, mode):
+    """Write ``content`` to ``path`` through a temporary file beside it, then rename."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.chmod(temporary, mode)
+        os.rename(temporary, path)
+    except Exception:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def write_files(directory, files, mode=0o644, check_mode=False):
+    """Write ``files`` ({name: text}) into ``directory`` (made when missing), each only when its
+    content or mode differs; nothing in check mode. Returns (written paths, all paths, diffs).
+    Raises ReportError for what files_problem() finds, OSError when a write fails (the paths
+    written before it are in the error's ``written``)."""
+    problem = files_problem(directory, files, mode)
+    if problem:
+        raise ReportError(problem)
+    paths, written, diffs = [], [], []
+    for name in sorted(files):
+        path = os.path.join(directory, name)
+        paths.append(path)
+        content = files[name].encode("utf-8")
+        before = _current(path)
+        if before == content and (os.stat(path).st_mode & 0o7777) == mode:
+            continue
+        written.append(path)
+        diffs.append(dict(before_header=path, after_header=path, before=(before or b"").decode("utf-8", "replace"), after=files[name]))
+    if written and not check_mode:
+        if not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
+        for index, path in enumerate(written):
+            try:
+                _write(path, files[os.path.basename(path)].encode("utf-8"), mode)
+            except (IOError, OSError) as error:
+                error.written = written[:index]
+                raise
+    return written, paths, diffs

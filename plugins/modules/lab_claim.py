@@ -167,6 +167,33 @@ options:
         as M(gpulab.kai_hami.sim_process_info) takes them. Empty elsewhere.
     type: dict
     default: {}
+  report:
+    description:
+      - Write the report of the claims proved, from their records, as M(gpulab.kai_hami.lab_report)
+        writes it (C(claims.json), C(report.md) and C(junit.xml)) in O(report.dir). Its summary names
+        O(report.platform), the programs that decided the claims (RV(provenance)), the stand-ins, and
+        the processes a claim depends on that do not run. Nothing is written in check mode.
+      - The report records this run's evidence (log lines, pod names, times); writing it anew changes
+        nothing in the cluster, so it does not make the task C(changed).
+    type: dict
+    version_added: 0.3.0
+    suboptions:
+      dir:
+        description: The directory of the report's files (made when missing; its parent must exist).
+        type: path
+        required: true
+      title:
+        description: The lab's name, the report's title.
+        type: str
+        required: true
+      platform:
+        description: The platform the lab runs on, named in the summary's first line.
+        type: str
+        required: true
+      heading:
+        description: The heading of the report's table.
+        type: str
+        default: What This Lab Proved
   wait_timeout:
     default: 300
   wait_sleep:
@@ -188,13 +215,21 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     msg: "{{ c8.record.verdict }}: {{ c8.record.evidence }}"
 
-- name: All of Lab 11's claims in one call
+- name: All of Lab 11's claims in one call, and their report (claims.json, report.md, junit.xml)
   gpulab.kai_hami.lab_claim:
     claims: [C1, C2, C3, C4, C5, C6, C7, C8]
     lab:
       gpu_node: lab11-control-plane
       shared_pods: [{name: gpu-sharing-with-isolation, request_mib: 20480}]
+    report:
+      dir: "{{ playbook_dir }}/report"
+      title: "Lab 11: KAI Scheduler + HAMi-core on a Fake GPU"
+      platform: kind
   register: lab
+
+- name: Print the report
+  ansible.builtin.debug:
+    msg: "{{ lab.report.splitlines() }}"
 """
 
 RETURN = r"""
@@ -245,6 +280,23 @@ processes:
   type: list
   elements: dict
   sample: [{"name": "kube-apiserver", "part": "cluster", "pid": 4242, "running": true}]
+processes_not_running:
+  description: The names of the processes in RV(processes) that do not run, each once.
+  returned: always
+  type: list
+  elements: str
+  version_added: 0.3.0
+report:
+  description: The text of C(report.md), as written in O(report.dir).
+  returned: when O(report) is given
+  type: str
+  version_added: 0.3.0
+report_files:
+  description: The paths of the report's files.
+  returned: when O(report) is given
+  type: list
+  elements: str
+  version_added: 0.3.0
 kube_error:
   description: The (first) failed Kubernetes call that made a verdict C(error) (its keys are in the notes).
   returned: when a Kubernetes call failed
@@ -275,6 +327,13 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import (
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_math import KaiMathError
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.provenance import helm_chart, provenance
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.report import (
+    DEFAULT_HEADING,
+    files_problem,
+    lab_summary,
+    report_files,
+    write_files,
+)
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.reservation import (
     VERDICTS,
     PodNotFound,
@@ -284,7 +343,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.service import con
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.sim_process import processes_in
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import poll, wait_argument_spec, wait_options_error
 
-CLAIM_IDS = ["C%d" % n for n in range(1, 10)]
+CLAIM_IDS = claims.CLAIM_IDS
 LAB_LABEL_SELECTOR = "app.kubernetes.io/part-of=gpulab-lab11"
 DRY_RUN_POD = "lab11-isolator-dry-run"
 LOG_TAIL = 2000
@@ -322,6 +381,12 @@ def argument_spec():
             webhook=dict(type="str", default=ISOLATOR_WEBHOOK),
         )),
         state_dirs=dict(type="dict", default={}),
+        report=dict(type="dict", options=dict(
+            dir=dict(type="path", required=True),
+            title=dict(type="str", required=True),
+            platform=dict(type="str", required=True),
+            heading=dict(type="str", default=DEFAULT_HEADING),
+        )),
     )
     spec.update(wait_argument_spec(300, 1.0))
     return spec
@@ -509,12 +574,15 @@ def main():
     for claim_id in claim_ids:
         if claim_ids.count(claim_id) > 1:
             module.fail_json(msg="claims names %s twice" % claim_id)
+    report = params["report"]
+    if report and files_problem(report["dir"], {}, 0o644):
+        module.fail_json(msg="report.%s" % files_problem(report["dir"], {}, 0o644))
     try:
         pods = shared_pods(params["lab"]["shared_pods"])
     except ValueError as error:
         module.fail_json(msg=str(error))
     for claim_id in claim_ids:
-        needed = {"C7": 1, "C8": 1, "C4": 1, "C6": 1, "C9": 2}.get(claim_id, 0)
+        needed = claims.CLAIMS[claim_id].shared_pods
         if len(pods) < needed:
             module.fail_json(msg="%s needs %d shared pod(s) in lab.shared_pods, got %d" % (claim_id, needed, len(pods)))
 
@@ -550,7 +618,29 @@ def main():
         result["records"].append(record)
     if params["claim"]:
         result["record"] = result["records"][0]
+    result["processes_not_running"] = not_running(result["processes"])
+    if report:
+        properties = dict(
+            platform=report["platform"], node=result["provenance"].get("node", ""), gpus=result["provenance"].get("gpus", ""),
+            processes_not_running=result["processes_not_running"],
+            **dict((key, result["provenance"].get(key)) for key in ("kai", "kai_version", "isolator", "stand_ins")))
+        files = report_files(report["title"], result["records"], lab_summary(report["platform"], result["provenance"], result["processes_not_running"]),
+                             properties, heading=report["heading"])
+        try:
+            written, result["report_files"], dummy_diffs = write_files(report["dir"], files, check_mode=module.check_mode)
+        except (IOError, OSError) as error:
+            module.fail_json(msg="cannot write the report's %s: %s" % (error.filename, error), **result)
+        result["report"] = files["report.md"]
     module.exit_json(**result)
+
+
+def not_running(processes):
+    """The names of the processes that do not run, each once, in their order."""
+    names = []
+    for process in processes:
+        if not process["running"] and process["name"] not in names:
+            names.append(process["name"])
+    return names
 
 
 if __name__ == "__main__":

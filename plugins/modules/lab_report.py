@@ -117,59 +117,9 @@ report:
   type: str
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.report import ReportError, report_files
-
-
-def problems(params):
-    """The error text for bad options or an unwritable directory, or None."""
-    for name, content in params["files"].items():
-        if not name or name in (".", "..") or "/" in name:
-            return "files: %r is not a file name (no directory part, not . or ..)" % name
-        if not isinstance(content, str):
-            return "files.%s must be text, got %s" % (name, type(content).__name__)
-    try:
-        mode = int(params["mode"], 8)
-    except ValueError:
-        mode = -1
-    if not 0 <= mode <= 0o7777:
-        return "mode must be an octal file mode such as 0644, got %r" % params["mode"]
-    directory = params["dir"]
-    if os.path.exists(directory):
-        if not os.path.isdir(directory) or not os.access(directory, os.W_OK | os.X_OK):
-            return "dir %s cannot be written (not a directory, or not writable)" % directory
-    else:
-        parent = os.path.dirname(directory.rstrip("/")) or "/"
-        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-            return "dir %s cannot be created: its parent %s is missing or not writable" % (directory, parent)
-    return None
-
-
-def current(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def write(path, content, mode):
-    """Write ``content`` to ``path`` through a temporary file beside it, then rename."""
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".%s." % os.path.basename(path))
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(content)
-        os.chmod(temporary, mode)
-        os.rename(temporary, path)
-    except Exception:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.report import ReportError, report_files, write_files
 
 
 def main():
@@ -195,30 +145,18 @@ def main():
             module.fail_json(msg="files: %s is written from records; leave it out of files" % ", ".join(clash))
         params["files"].update(made)
         extra = dict(ok=all(r["ok"] for r in params["records"]), report=made["report.md"])
-    error = problems(params)
-    if error:
-        module.fail_json(msg=error)
-    directory, mode = params["dir"], int(params["mode"], 8)
-    paths, written, diffs = [], [], []
-    for name in sorted(params["files"]):
-        path = os.path.join(directory, name)
-        paths.append(path)
-        content = to_bytes(params["files"][name])
-        before = current(path)
-        same_mode = before is not None and (os.stat(path).st_mode & 0o7777) == mode
-        if before == content and same_mode:
-            continue
-        written.append(path)
-        diffs.append(dict(before_header=path, after_header=path,
-                          before=(before or b"").decode("utf-8", "replace"), after=params["files"][name]))
-    if written and not module.check_mode:
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        for path in written:
-            try:
-                write(path, to_bytes(params["files"][os.path.basename(path)]), mode)
-            except (IOError, OSError) as err:
-                module.fail_json(msg="cannot write %s: %s" % (path, err), written=written[:written.index(path)], files=paths)
+    try:
+        mode = int(params["mode"], 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o7777:
+        module.fail_json(msg="mode must be an octal file mode such as 0644, got %r" % params["mode"])
+    try:
+        written, paths, diffs = write_files(params["dir"], params["files"], mode, module.check_mode)
+    except ReportError as err:
+        module.fail_json(msg=str(err))
+    except (IOError, OSError) as err:
+        module.fail_json(msg="cannot write %s: %s" % (err.filename, err), written=getattr(err, "written", []))
     result = dict(changed=bool(written), written=written, files=paths, **extra)
     if module._diff:
         result["diff"] = diffs

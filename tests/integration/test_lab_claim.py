@@ -4,6 +4,8 @@ process or a dead API server makes of a claim. (Its bad inputs: tests/unit/plugi
 (With KAI, every claim is proved by the lab: tests/lab/test_lab11_playbook.py.)
 """
 
+import json
+import re
 import subprocess
 
 SHARED = [{"name": "lab-claim-shared", "request_mib": 20480}]
@@ -76,3 +78,33 @@ def test_c4s_dry_run_pod_is_never_stored(module, kube, sim_cluster):
         assert result["changed"] is False
     pods = kube.resources.get(api_version="v1", kind="Pod").get(namespace="default").to_dict()["items"]
     assert [p["metadata"]["name"] for p in pods if p["metadata"]["name"] == "lab11-isolator-dry-run"] == []
+
+
+def test_the_report_is_written_from_the_records_in_the_same_call_and_not_in_check_mode(module, kube, sim_cluster, tmp_path):
+    gpus = allocatable_gpus(kube, sim_cluster["gpu_node"])
+    report = dict(dir=str(tmp_path / "report"), title="A lab of C1 and C2", platform="the sim")
+    checked = module("lab_claim", check=True, claims=["C1", "C2"], lab=lab(sim_cluster, gpu_count=gpus), report=report)
+    assert not checked.get("failed"), checked
+    assert "C1" in checked["report"] and not (tmp_path / "report").exists()
+
+    done = module("lab_claim", claims=["C1", "C2"], lab=lab(sim_cluster, gpu_count=gpus), kai=dict(namespace="no-kai"), report=report)
+    assert not done.get("failed"), done
+    assert done["changed"] is False
+    assert sorted(done["report_files"]) == sorted(str(tmp_path / "report" / name) for name in ("claims.json", "junit.xml", "report.md"))
+    written = json.loads((tmp_path / "report" / "claims.json").read_text())
+    assert written["lab"] == "A lab of C1 and C2"
+    assert [(c["id"], c["ok"], c["evidence"]) for c in written["claims"]] == [(r["id"], r["ok"], r["evidence"]) for r in done["records"]]
+    assert written["ok"] is False and [c["ok"] for c in written["claims"]] == [True, False]  # no KAI in namespace no-kai
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert text == done["report"] and text.splitlines()[2].startswith("Platform: the sim. ")
+    rows = [line.split(" | ")[0] + " |" for line in text.splitlines() if re.match(r"\| C\d ", line)]
+    assert rows == ["| %s %s |" % (r["id"], r["claim"]) for r in done["records"]]
+
+
+def test_a_report_dir_that_cannot_be_made_is_refused_before_anything_is_read(module, sim_cluster, tmp_path):
+    refused = module("lab_claim", claims=["C1"], lab=lab(sim_cluster),
+                     report=dict(dir=str(tmp_path / "missing" / "report"), title="t", platform="p"))
+    assert refused.get("failed") and refused["msg"].startswith("report.dir %s cannot be created" % (tmp_path / "missing" / "report")), refused
+    assert "records" not in refused
+    missing = module("lab_claim", claims=["C1"], lab=lab(sim_cluster), report=dict(dir=str(tmp_path)))
+    assert missing.get("failed") and "title" in missing["msg"] and "platform" in missing["msg"], missing
