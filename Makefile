@@ -167,7 +167,7 @@ helm: collections ## The pinned helm, installed by the helm_binary role into its
 kai-e2e-gate: collections sim-bin ## The e2e suites with gate: counts (make test runs them); fails on any failure or other passed/skipped counts
 	python tools/kai_e2e.py --gate --report-dir $(CACHE)/kai-e2e-gate
 
-bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary mock_nvml')
+bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary library_stand_in')
 	python tools/bench_lab.py $(BENCH_ARGS)
 
 bench-fleet: collections sim-bin ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs, queues 2:1, fractions through real reservations (BENCH_FLEET_ARGS='--nodes 128')

@@ -1,6 +1,6 @@
 """Benchmark: the sim at fleet scale, KAI against kube-scheduler, fractions through real reservations.
 
-On one sim cluster with KAI's own programs, kube-scheduler and the mock NVML library, grown through
+On one sim cluster with KAI's own programs, kube-scheduler and the NVML stand-in library, grown through
 the sim_cluster role's node list (one apply of the missing nodes, all of one GPU profile):
 
 1. whole-GPU fill: nodes x GPUs single-GPU pods through KAI, from the first create to all bound,
@@ -9,7 +9,7 @@ the sim_cluster role's node list (one apply of the missing nodes, all of one GPU
 2. queues at scale: two leaf queues with GPU quotas 2:1 of the cluster, each asking for every GPU;
    what KAI allocated to each against its quota, and when it got there;
 3. fractional fill: two pods of --request-mib MiB gpu-memory per GPU on --groups GPU groups, through
-   KAI's binder and its real reservation apps with the mock NVML library: the time to all bound,
+   KAI's binder and its real reservation apps with the NVML stand-in library: the time to all bound,
    and the checks (one reservation pod per group, its GPU UUID distinct on its node, every pod's
    CUDA_DEVICE_MEMORY_LIMIT as KAI's arithmetic gives it); the memory of the reservation processes
    and of the whole sim.
@@ -59,7 +59,7 @@ def queue_quotas(gpus):
 
 
 class Fleet(object):
-    """One sim cluster with KAI, kube-scheduler and the mock NVML library, in a work dir of its own."""
+    """One sim cluster with KAI, kube-scheduler and the NVML stand-in library, in a work dir of its own."""
 
     def __init__(self, workdir, name=NAME):
         self.workdir = workdir
@@ -94,7 +94,7 @@ class Fleet(object):
         return self._play(dict(
             sim_cluster_state="present", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,
             sim_cluster_kubeconfig=self.kubeconfig, sim_cluster_gpu_profile=PROFILE, sim_cluster_nodes=self.node_names(nodes),
-            sim_cluster_kube_scheduler=True, sim_kai_mock_nvml=True, sim_kai_queues=queues))
+            sim_cluster_kube_scheduler=True, sim_kai_nvml_stand_in=True, sim_kai_queues=queues))
 
     def down(self):
         return self._play(dict(sim_cluster_state="absent", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,

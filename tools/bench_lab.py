@@ -16,7 +16,7 @@ Then, for each run, the slowest tasks (summed over their loops), to show where t
 last one machine-readable line:
 ``bench-lab first_s=<s> rerun_s=<s> rerun_ratio=<x> verify_s=<s> cleanup_s=<s>``.
 
-usage: python tools/bench_lab.py [--boundary library_missing|mock_nvml] [--node-runtime kwok|kubelet] [--reservation-timeout 40]
+usage: python tools/bench_lab.py [--boundary library_stand_in|library_missing] [--node-runtime kwok|kubelet] [--reservation-timeout 40]
                                 [--slowest 12]   (make bench-lab; --node-runtime kubelet runs the GPU node as a real node, as root)
 """
 
@@ -95,7 +95,7 @@ def changed(timed):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--boundary", default="library_missing", choices=["library_missing", "mock_nvml"])
+    parser.add_argument("--boundary", default="library_missing", choices=["library_missing", "library_stand_in"])
     parser.add_argument("--node-runtime", default="kwok", choices=["kwok", "kubelet"],
                         help="the sim's GPU node: played by kwok, or a real node (kubelet and containerd; root)")
     parser.add_argument("--reservation-timeout", type=int, default=40)

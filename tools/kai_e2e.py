@@ -4,7 +4,7 @@ Builds the sim (roles/sim_cluster/files/sim-bin/build.sh), reads the KAI version
 tests/kai_e2e/kai-<version>.yml, checks that the list names every Ginkgo suite of KAI's module,
 builds the suites as Ginkgo test binaries from KAI's Go module (build.sh, KAI_E2E_SUITES: ``go test
 -c``, the same module resolution as the sim's programs), lists every spec of each with
-``--ginkgo.dry-run``, brings up a sim cluster with KAI and the mock NVML library and nothing of Lab 11
+``--ginkgo.dry-run``, brings up a sim cluster with KAI and the NVML stand-in library and nothing of Lab 11
 (tests/kai_e2e/cluster.yml), runs the suites the list runs with its label filter, skips and pinned
 Ginkgo seed, and takes the cluster down again.
 
@@ -246,7 +246,7 @@ def main():
         code, cluster_s = playbook(os.path.join(ROOT, "tests", "kai_e2e", "cluster.yml"), extra)
         if code != 0:
             sys.exit("the sim cluster for KAI's e2e suites did not come up")
-        print("cluster %s up in %.0f s (%d nodes x 8 GPUs, the first %s, KAI %s, mock NVML)"
+        print("cluster %s up in %.0f s (%d nodes x 8 GPUs, the first %s, KAI %s, NVML stand-in)"
               % (CLUSTER, cluster_s, args.nodes, REAL_NODE if args.node_runtime == "kubelet" else "played by kwok", version))
         env = dict(os.environ, KUBECONFIG=os.path.join(work, "sim", "kubeconfig"))
         for suite in suites:
@@ -281,7 +281,7 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     for entry in excluded:
         records += report.excluded_suite(entry, specs[entry["suite"]], not_built.get(entry["suite"]))
-    cluster = "%d sim nodes of 8 GPUs (the first %s), the mock NVML library, the fixtures of tests/kai_e2e/fixtures.yaml.j2" % (
+    cluster = "%d sim nodes of 8 GPUs (the first %s), the NVML stand-in library, the fixtures of tests/kai_e2e/fixtures.yaml.j2" % (
         args.nodes, REAL_NODE if args.node_runtime == "kubelet" else "played by kwok")
     meta = dict(kai_version=version, seed=spec["seed"], date=time.strftime("%Y-%m-%d"), scope=scope,
                 cluster=cluster, build_s=build_s, cluster_s=cluster_s,

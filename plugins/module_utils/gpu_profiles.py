@@ -6,7 +6,7 @@
 A GPU profile says what one node's GPUs are: ``name`` (nvml-mock's chart profile of that name
 on kind), ``product`` (as NVML names it), ``memory_mib`` (per GPU) and ``count`` (GPUs per
 node). It drives the node's allocatable ``nvidia.com/gpu``, the ``nvidia.com/gpu.*`` labels KAI
-reads, the mock NVML library's devices and nvml-mock's values.
+reads, the NVML stand-in library's devices and nvml-mock's values.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -127,7 +127,7 @@ def gpu_nodes(nodes, default_profile, field="nodes", profile_field="gpu_profile"
     return result
 
 
-# nvml-mock's GPU UUIDs (and the sim's mock NVML library's default): GPU-12345678-1234-1234-1234-1234567800NN.
+# nvml-mock's GPU UUIDs (and the sim's NVML stand-in library's default): GPU-12345678-1234-1234-1234-1234567800NN.
 MOCK_UUID_PREFIX = "GPU-12345678-1234-1234-1234-1234567800"
 
 

@@ -2,7 +2,7 @@
 
 One lab, made from nothing, that is not the lab's defaults: its GPU node played by kwok (KAI's
 programs and the isolator's stand-in as local processes), 4 x 80 GiB A100s per node (the real
-node meets this profile in Molecule's sim_crossed scenario), the mock NVML boundary (C9), and a
+node meets this profile in Molecule's sim_crossed scenario), the NVML stand-in boundary (C9), and a
 kubeconfig in a directory of its own outside the cluster's work dir. Its claims follow the profile; its kwok-controller is
 killed and a keep-the-cluster cleanup starts it again instead of waiting on it; a re-run
 converges; then a cleanup given only the cluster's name leaves no process, listener or file of
@@ -39,7 +39,7 @@ def test_the_lab_follows_its_gpu_profile_and_cleanup_by_name_leaves_nothing(tmp_
     kubeconfig_dir = tmp_path / "kubeconfig-dir"
     kubeconfig_dir.mkdir()
     report = str(tmp_path / "report")
-    variables = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_sim_node_runtime="kwok", lab11_gpu_profile=GPUS, lab11_boundary="mock_nvml",
+    variables = dict(lab11_platform="sim", lab11_cluster_name=NAME, lab11_sim_node_runtime="kwok", lab11_gpu_profile=GPUS, lab11_boundary="library_stand_in",
                      lab11_kubeconfig=str(kubeconfig_dir / "kubeconfig"), lab11_report_dir=report, lab11_wait_timeout=120)
     pids = []
     try:

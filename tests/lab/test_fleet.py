@@ -1,7 +1,7 @@
 """The sim at a small fleet's scale (make bench-fleet's gate): shared pods through KAI's real reservations.
 
 Four nodes of 8 A100s, 32 shared pods of 20000 MiB gpu-memory (two fit one 40 GB GPU) on 16 GPU
-groups, through KAI's binder and its reservation apps with the mock NVML library: every shared pod
+groups, through KAI's binder and its reservation apps with the NVML stand-in library: every shared pod
 binds, each GPU group has one reservation pod, whose GPU UUID no other group holds on its node, and
 every pod's CUDA_DEVICE_MEMORY_LIMIT is KAI's arithmetic on the request and the node's label.
 Taking the cluster down leaves no process and no file of it.

@@ -29,7 +29,7 @@ def processes_mentioning(text):
 
 @pytest.mark.real_node
 def test_molecule_test_sim_crossed():
-    """Beyond the lab: the reservation crossed with our mock NVML library on 4 x 80 GiB A100s, C8 reserved, C9 holding."""
+    """Beyond the lab: the reservation crossed with our NVML stand-in library on 4 x 80 GiB A100s, C8 reserved, C9 holding."""
     returncode, output = molecule("test", "-s", "sim_crossed")
     assert returncode == 0, output[-6000:]
     failed = [step for step in ("syntax", "create", "converge", "idempotence", "verify", "destroy")

@@ -8,11 +8,11 @@ runner starts KAI's real reservation app like a pod: in a network namespace of i
 the sim agent's ``netns-exec``), the API server reached through this runner's relay, with that
 pod's POD_NAME and POD_NAMESPACE; the app's output is the pod's log (a kwok Logs object), its
 exit is recorded in the pod's status, and it is stopped when the pod goes away. Pods on a real
-node (``--skip-node``) are left to its kubelet. With ``--mock-nvml-dir`` the apps find the sim's
-mock NVML library, which reports one GPU UUID per GPU group on a node.
+node (``--skip-node``) are left to its kubelet. With ``--nvml-stand-in-dir`` the apps find the sim's
+NVML stand-in library, which reports one GPU UUID per GPU group on a node.
 
     kai_reservation_runner.py --kubeconfig K --health-address 127.0.0.1:P
-        --program kai-resourcereservation --state-dir D [--mock-nvml-dir DIR --gpu-uuid U ...]
+        --program kai-resourcereservation --state-dir D [--nvml-stand-in-dir DIR --gpu-uuid U ...]
 
 It uses the sim agent's modules (the sim_cluster role's files), found beside this role's.
 """
@@ -68,14 +68,14 @@ class Reservations(object):
         env = dict((k, os.environ[k]) for k in ("PATH", "HOME", "LANG") if k in os.environ)
         env.update(POD_NAME=pod["metadata"]["name"], POD_NAMESPACE=pod["metadata"]["namespace"], KUBECONFIG=self.args.kubeconfig)
         env.update(self.args.env)
-        if self.args.mock_nvml_dir:
-            env.update(LD_LIBRARY_PATH=self.args.mock_nvml_dir, MOCK_NVML_UUID=uuid, MOCK_NVML_MEMORY_MIB=str(self.args.gpu_memory_mib))
+        if self.args.nvml_stand_in_dir:
+            env.update(LD_LIBRARY_PATH=self.args.nvml_stand_in_dir, MOCK_NVML_UUID=uuid, MOCK_NVML_MEMORY_MIB=str(self.args.gpu_memory_mib))
             if self.args.gpu_name:
                 env.update(MOCK_NVML_NAME=self.args.gpu_name)
         return env
 
     def choose_gpu(self, pod, pods):
-        """The UUID a reservation pod's app reports with the mock NVML library.
+        """The UUID a reservation pod's app reports with the NVML stand-in library.
 
         Reservation pods of one GPU group share one GPU. A group keeps the UUID it was given
         (remembered in the state directory, so a restarted runner gives the same); a new group
@@ -119,7 +119,7 @@ class Reservations(object):
         """Run the app like the pod would: in a network namespace of its own (``pod`` above)."""
         meta = pod["metadata"]
         uuid = None
-        if self.args.mock_nvml_dir:
+        if self.args.nvml_stand_in_dir:
             uuid = self.choose_gpu(pod, pods)
             if uuid is None:
                 if meta["uid"] not in self.without_gpu:
@@ -136,7 +136,7 @@ class Reservations(object):
         self.api.ensure_logs(pod, log_path)
         say("reservation pod %s/%s on node %s: started %s (pid %d)%s" % (
             meta["namespace"], meta["name"], pod["spec"].get("nodeName"), os.path.basename(self.args.program), proc.pid,
-            ", with the mock NVML library reporting %s" % uuid if uuid else ", with no NVML library on its path"))
+            ", with the NVML stand-in library reporting %s" % uuid if uuid else ", with no NVML library on its path"))
 
     def stop(self, uid, reason):
         import socket
@@ -231,13 +231,13 @@ def parse_args(argv):
     parser.add_argument("--reach", action="append", type=int, default=[], help="host 127.0.0.1 port each app reaches (the API server)")
     parser.add_argument("--notice", action="append", default=[], help="a line to log at start (repeatable)")
     parser.add_argument("--skip-node", action="append", default=[], help="a real node whose kubelet runs its reservation pods (repeatable)")
-    parser.add_argument("--mock-nvml-dir", default="", help="directory of a mock libnvidia-ml.so.1 to put on the apps' library path")
-    parser.add_argument("--gpu-uuid", action="append", default=[], help="the node's GPU UUIDs, in order (with --mock-nvml-dir)")
-    parser.add_argument("--gpu-name", help="the GPUs' name (with --mock-nvml-dir; unset: the mock library's own default)")
-    parser.add_argument("--gpu-memory-mib", type=int, default=40960, help="the GPUs' memory (with --mock-nvml-dir)")
+    parser.add_argument("--nvml-stand-in-dir", default="", help="directory of a mock libnvidia-ml.so.1 to put on the apps' library path")
+    parser.add_argument("--gpu-uuid", action="append", default=[], help="the node's GPU UUIDs, in order (with --nvml-stand-in-dir)")
+    parser.add_argument("--gpu-name", help="the GPUs' name (with --nvml-stand-in-dir; unset: the mock library's own default)")
+    parser.add_argument("--gpu-memory-mib", type=int, default=40960, help="the GPUs' memory (with --nvml-stand-in-dir)")
     args = parser.parse_args(argv)
-    if args.mock_nvml_dir and not args.gpu_uuid:
-        parser.error("--mock-nvml-dir needs the node's GPU UUIDs (--gpu-uuid)")
+    if args.nvml_stand_in_dir and not args.gpu_uuid:
+        parser.error("--nvml-stand-in-dir needs the node's GPU UUIDs (--gpu-uuid)")
     pairs = {}
     for item in args.env:
         name, sep, value = item.partition("=")

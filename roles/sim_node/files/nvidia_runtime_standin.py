@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpulab.kai_hami contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""A stand-in for NVIDIA's container runtime on the sim's real node: runc, plus the mock NVML library.
+"""A stand-in for NVIDIA's container runtime on the sim's real node: runc, plus the NVML stand-in library.
 
     nvidia_runtime_standin.py --runc RUNC --library LIB [--config CONF] -- RUNC-ARGS...
 
 containerd's runc shim calls the ``nvidia`` runtime handler's binary as it calls runc. On
 ``create``, a container whose process environment sets ``NVIDIA_VISIBLE_DEVICES`` (the device
 plugin's allocation) to anything but ``void`` or ``none`` gets LIB bind-mounted read-only at
-``/lib/x86_64-linux-gnu/libnvidia-ml.so.1`` (and CONF, when given, at ``/etc/mock-nvml.conf``
+``/lib/x86_64-linux-gnu/libnvidia-ml.so.1`` (and CONF, when given, at ``/etc/nvml-stand-in.conf``
 with ``MOCK_NVML_CONFIG`` pointing at it), as NVIDIA's container toolkit puts the driver's
 libraries into a GPU container. Every call then becomes RUNC with the same arguments.
 This is a stand-in: NVIDIA's container toolkit does far more (CDI, hooks, device nodes).
@@ -21,7 +21,7 @@ import os
 import sys
 
 LIBRARY_TARGET = "/lib/x86_64-linux-gnu/libnvidia-ml.so.1"
-CONFIG_TARGET = "/etc/mock-nvml.conf"
+CONFIG_TARGET = "/etc/nvml-stand-in.conf"
 VISIBLE = "NVIDIA_VISIBLE_DEVICES"
 # runc's global options that take a value (the subcommand is the first other word)
 VALUE_OPTIONS = ("--root", "--log", "--log-format", "--criu", "--rootless")

@@ -41,7 +41,7 @@ def reservation(name, node="n1", group=None, uuid=None):
 
 
 def runner(tmp_path):
-    args = argparse.Namespace(state_dir=str(tmp_path), mock_nvml_dir="/lib", gpu_uuid=UUIDS)
+    args = argparse.Namespace(state_dir=str(tmp_path), nvml_stand_in_dir="/lib", gpu_uuid=UUIDS)
     return runner_module.Reservations(api=None, args=args)
 
 

@@ -6,8 +6,8 @@
 # kai-operator; and kai-chart, KAI's Helm chart read from its module), the real
 # node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI plugins
 # cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes' pause)
-# from Go modules only (pause from the C file in Kubernetes' module), and our mock NVML library
-# (mock-nvml/libnvidia-ml.so.1, from C),
+# from Go modules only (pause from the C file in Kubernetes' module), and our NVML stand-in library
+# (nvml-stand-in/libnvidia-ml.so.1, from C),
 # into a cache directory keyed by the versions pinned in
 # roles/sim_cluster/files/sim-bin/versions.env.  Nothing prebuilt is ever downloaded: Go
 # modules come from GOPROXY and are checked against the committed go.sum files
@@ -549,31 +549,31 @@ if selected pause; then
   fi
 fi
 
-# --- the mock NVML library (ours, C) ------------------------------------------
-# libnvidia-ml.so.1 with one device, for the sim's "mock_nvml" boundary mode (KAI's
+# --- the NVML stand-in library (ours, C) ------------------------------------------
+# libnvidia-ml.so.1 with one device, for the sim's "library_stand_in" boundary mode (KAI's
 # reservation app loads it). Rebuilt when its source changes.
-if selected mock-nvml; then
-  src="${SCRIPT_DIR}/mock-nvml/mock_nvml.c"
-  out="${SIM_BIN_DIR}/mock-nvml/libnvidia-ml.so.1"
+if selected nvml-stand-in; then
+  src="${SCRIPT_DIR}/nvml-stand-in/nvml_stand_in.c"
+  out="${SIM_BIN_DIR}/nvml-stand-in/libnvidia-ml.so.1"
   want="$(sha256sum "${src}" | cut -d' ' -f1)"
   t0="$(date +%s.%N)"
   if [[ "${SIM_BIN_FORCE:-0}" != 1 && -f "${out}" && "$(cat "${out}.source-sha256" 2>/dev/null)" == "${want}" ]]; then
-    printf '%-24s cached  %6ss  (%s)\n' mock-nvml "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"
+    printf '%-24s cached  %6ss  (%s)\n' nvml-stand-in "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"
   elif ! command -v "${CC:-gcc}" >/dev/null 2>&1; then
-    echo "build.sh: mock-nvml needs a C compiler (${CC:-gcc}) and none was found" >&2
-    FAILED+=(mock-nvml)
+    echo "build.sh: nvml-stand-in needs a C compiler (${CC:-gcc}) and none was found" >&2
+    FAILED+=(nvml-stand-in)
   else
     mkdir -p "$(dirname "${out}")"
     if "${CC:-gcc}" -shared -fPIC -O2 -Wall -Wextra -Werror -Wl,-soname,libnvidia-ml.so.1 \
-         -o "${out}.tmp" "${src}" -ldl >"${LOG_DIR}/mock-nvml.log" 2>&1; then
+         -o "${out}.tmp" "${src}" -ldl >"${LOG_DIR}/nvml-stand-in.log" 2>&1; then
       mv -f "${out}.tmp" "${out}"
       echo "${want}" >"${out}.source-sha256"
-      printf '%-24s built   %6ss  (%s)\n' mock-nvml "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"
+      printf '%-24s built   %6ss  (%s)\n' nvml-stand-in "$(elapsed "${t0}" "$(date +%s.%N)")" "source ${want:0:12}"
     else
-      echo "build.sh: building mock-nvml failed:" >&2
-      cat "${LOG_DIR}/mock-nvml.log" >&2
+      echo "build.sh: building nvml-stand-in failed:" >&2
+      cat "${LOG_DIR}/nvml-stand-in.log" >&2
       rm -f "${out}.tmp"
-      FAILED+=(mock-nvml)
+      FAILED+=(nvml-stand-in)
     fi
   fi
 fi

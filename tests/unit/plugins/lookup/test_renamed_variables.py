@@ -1,11 +1,14 @@
-"""The variables of 0.1.0 that are gone: refused with what replaces them, and each in the porting guide."""
+"""The variables of 0.1.0 that are gone: refused with what replaces them, and each in the porting guide.
+The variables and values renamed in 0.3.0: read still, with a deprecation warning."""
 
 import os
 
 import pytest
 from ansible.errors import AnsibleLookupError
 
-from ansible_collections.gpulab.kai_hami.plugins.lookup.renamed_variables import RENAMED, renamed_messages
+import yaml
+
+from ansible_collections.gpulab.kai_hami.plugins.lookup.renamed_variables import DEPRECATED, DEPRECATED_VALUES, RENAMED, deprecated_messages, renamed_messages
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -20,7 +23,7 @@ def test_each_old_variable_set_is_named_with_its_replacement():
 
 
 def test_an_unknown_part_is_refused_naming_the_known_ones():
-    with pytest.raises(AnsibleLookupError, match="renamed_variables knows no sim_kia; it knows kai_resource_isolator, kai_scheduler, lab11, sim_cluster"):
+    with pytest.raises(AnsibleLookupError, match="renamed_variables knows no sim_kia; it knows kai_resource_isolator, kai_scheduler, lab11, sim_cluster, sim_kai, sim_node"):
         renamed_messages(["sim_kia"], set())
 
 
@@ -35,3 +38,29 @@ def test_every_old_variable_is_in_the_porting_guide_and_gone_from_the_roles():
             with open(defaults) as handle:
                 text = handle.read()
             assert [name for name in RENAMED[part] if name + ":" in text] == []
+
+
+def test_each_variable_or_value_renamed_since_0_3_0_is_named_with_its_new_name_and_not_refused():
+    variables = {"sim_kai_mock_nvml": True, "sim_node_mock_nvml_config": "/c", "lab11_boundary": "mock_nvml", "sim_kai_queues": []}
+    assert deprecated_messages(["sim_kai", "sim_node", "lab11"], variables) == [
+        "sim_kai_mock_nvml is renamed %s since gpulab.kai_hami 0.3.0" % DEPRECATED["sim_kai"]["sim_kai_mock_nvml"],
+        "sim_node_mock_nvml_config is renamed %s since gpulab.kai_hami 0.3.0" % DEPRECATED["sim_node"]["sim_node_mock_nvml_config"],
+        "lab11_boundary=mock_nvml is renamed lab11_boundary=%s since gpulab.kai_hami 0.3.0" % DEPRECATED_VALUES["lab11"]["lab11_boundary"]["mock_nvml"],
+    ]
+    assert renamed_messages(["sim_kai", "sim_node", "lab11"], set(variables)) == []
+    assert deprecated_messages(["lab11"], {"lab11_boundary": "library_stand_in"}) == []
+
+
+def test_every_renamed_variable_is_read_by_its_new_names_default_and_in_the_porting_guide():
+    with open(os.path.join(ROOT, "docs", "porting.md")) as handle:
+        guide = handle.read()
+    for part, names in DEPRECATED.items():
+        with open(os.path.join(ROOT, "roles", part, "defaults", "main.yml")) as handle:
+            defaults = yaml.safe_load(handle)
+        for old, new in names.items():
+            assert "`%s`" % old in guide and "`%s`" % new in guide, (old, new)
+            assert old not in defaults and old in str(defaults[new]), (old, new, defaults.get(new))
+    for part, values in DEPRECATED_VALUES.items():
+        for name, renamed in values.items():
+            for old, new in renamed.items():
+                assert "`%s: %s`" % (name, old) in guide and "`%s: %s`" % (name, new) in guide, (name, old, new)

@@ -1,5 +1,5 @@
 /*
- * A mock NVML library of gpulab.kai_hami: libnvidia-ml.so.1 with N devices, for the sim platform.
+ * An NVML stand-in library of gpulab.kai_hami: libnvidia-ml.so.1 with N devices, for the sim platform.
  * It is not NVIDIA's library and drives no GPU.
  *
  * Two programs load it through NVIDIA's go-nvml, which dlopen()s libnvidia-ml.so.1 with
@@ -12,8 +12,9 @@
  *    GetCudaComputeCapability; for a preferred allocation GetTopologyCommonAncestor and
  *    GetNvLinkState; its health checks the event set functions (a wait times out).
  *
- * Configuration, read by the first nvmlInit: KEY=VALUE lines of the file MOCK_NVML_CONFIG names,
- * else of <root>/config/mock-nvml.conf when the library lies at <root>/usr/lib64/ (where nvml-mock
+ * Configuration (its variables named as nvml-mock's library names its own), read by the first
+ * nvmlInit: KEY=VALUE lines of the file MOCK_NVML_CONFIG names,
+ * else of <root>/config/nvml-stand-in.conf when the library lies at <root>/usr/lib64/ (where nvml-mock
  * places its files), then the environment, which wins:
  *   MOCK_NVML_COUNT           the number of devices (default 1; at most 64)
  *   MOCK_NVML_UUIDS           their UUIDs, comma separated (default GPU-12345678-1234-1234-1234-1234567800NN,
@@ -27,7 +28,7 @@
  * in MOCK_NVML_DEV_DIR (a container the device plugin gave some GPUs), only those devices are
  * seen, in index order; otherwise every device is.
  *
- * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 mock_nvml.c
+ * Build: gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 nvml_stand_in.c
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -128,7 +129,7 @@ static void read_file(const char *path) {
     fclose(file);
 }
 
-/* <root>/config/mock-nvml.conf for a library at <root>/usr/lib64/libnvidia-ml.so.1 */
+/* <root>/config/nvml-stand-in.conf for a library at <root>/usr/lib64/libnvidia-ml.so.1 */
 static void read_default_file(void) {
     Dl_info info;
     char path[512];
@@ -137,7 +138,7 @@ static void read_default_file(void) {
     snprintf(path, sizeof path, "%s", info.dli_fname);
     cut = strstr(path, "/usr/lib64/");
     if (cut == NULL) return;
-    snprintf(cut, sizeof path - (size_t)(cut - path), "/config/mock-nvml.conf");
+    snprintf(cut, sizeof path - (size_t)(cut - path), "/config/nvml-stand-in.conf");
     read_file(path);
 }
 

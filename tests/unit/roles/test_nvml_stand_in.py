@@ -1,4 +1,4 @@
-"""Our mock NVML library, compiled by the test and called through ctypes the way go-nvml calls it.
+"""Our NVML stand-in library, compiled by the test and called through ctypes the way go-nvml calls it.
 
 KAI's reservation app (go-nvml v0.13.0-1) dlopen()s libnvidia-ml.so.1 and calls nvmlInit_v2,
 nvmlDeviceGetCount_v2 (it needs exactly one device), nvmlDeviceGetHandleByIndex_v2(0),
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SOURCE = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "mock-nvml", "mock_nvml.c")
+SOURCE = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "nvml-stand-in", "nvml_stand_in.c")
 UUID_BUFFER = 96  # NVML_DEVICE_UUID_V2_BUFFER_SIZE, what go-nvml passes
 GO_NVML_PROBES = [
     "nvmlInit_v2", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetCount_v2",
@@ -156,7 +156,7 @@ def test_n_devices_from_the_config_file_beside_the_library_with_counted_init(tmp
     (root / "config").mkdir()
     placed = root / "usr" / "lib64" / "libnvidia-ml.so.1"
     placed.write_bytes(open(library, "rb").read())
-    (root / "config" / "mock-nvml.conf").write_text("# the a100 profile\nMOCK_NVML_COUNT=8\nMOCK_NVML_DEV_DIR=%s\n" % (tmp_path / "none"))
+    (root / "config" / "nvml-stand-in.conf").write_text("# the a100 profile\nMOCK_NVML_COUNT=8\nMOCK_NVML_DEV_DIR=%s\n" % (tmp_path / "none"))
     out = devices(str(placed), {})
     assert out["init"] == [0, 0] and out["shutdown"] == 0 and out["count_rc"] == 0  # nested init: still initialised
     assert out["devices"] == [[uuid_of(index), index, 8] for index in range(8)]
