@@ -168,7 +168,7 @@ def test_bad_input_is_refused_before_anything_exists(tmp_path, more, message):
 
 
 def test_the_boundarys_name_before_0_3_0_is_read_with_a_deprecation_warning(tmp_path):
-    """lab11_boundary=mock_nvml means library_stand_in (here refused as sim only, before anything exists)."""
+    """lab11_boundary=mock_nvml means library_stand_in (on an existing cluster refused as sim only, before anything exists)."""
     variables = lab_vars(tmp_path, lab11_cluster_name="bad", lab11_platform="existing", lab11_boundary="mock_nvml",
                          lab11_kubeconfig="/nonexistent/kubeconfig")
     done = run_playbook(variables, playbook=LAB)
