@@ -94,7 +94,6 @@ DEPRECATED = {
 DEPRECATED_VALUES = {
     "lab11": {"lab11_boundary": {"mock_nvml": "library_stand_in"}},
 }
-DEPRECATED_UNTIL = "0.5.0"
 
 
 def deprecated_messages(parts, variables):
@@ -125,5 +124,5 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         messages = renamed_messages(terms, set(variables or {}))
         for message in deprecated_messages(terms, variables or {}):
-            display.deprecated(message, version=DEPRECATED_UNTIL, collection_name="gpulab.kai_hami")
+            display.deprecated(message, version="0.5.0", collection_name="gpulab.kai_hami")
         return messages

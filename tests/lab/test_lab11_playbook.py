@@ -107,7 +107,8 @@ BAD_INPUTS = [
     (dict(lab11_platform=7), "value of lab11_platform must be one of: auto, kind, sim, existing, got: 7"),
     (dict(lab11_platform="existing", lab11_kubeconfig="/nonexistent/kubeconfig"),
      "lab11_kubeconfig /nonexistent/kubeconfig is not a file: lab11_platform=existing needs the kubeconfig"),
-    (dict(lab11_platform="existing", lab11_boundary="library_stand_in", lab11_kubeconfig="/nonexistent/kubeconfig"), "lab11_boundary library_stand_in is sim only"),
+    (dict(lab11_platform="existing", lab11_boundary="library_stand_in", lab11_kubeconfig="/nonexistent/kubeconfig"),
+     "lab11_boundary library_stand_in is sim only"),
     (dict(lab11_boundary="crossed"), "value of lab11_boundary must be one of: library_missing, library_stand_in, mock_nvml, got: crossed"),
     # the cluster name
     (dict(lab11_cluster_name="Bad_Name"), "lab11_cluster_name must be a DNS label of at most 32 characters"),
