@@ -27,6 +27,8 @@
 #   SIM_BIN_ONLY   build only these binaries (space/comma separated names)
 #   SIM_BIN_SKIP   skip these binaries (space/comma separated names)
 #   SIM_BIN_FORCE  1 = rebuild even if the cached binary reports the right version
+#   SIM_BIN_GOGC   the Go compiler's and linker's GOGC (default 400: they collect garbage less often,
+#                  which makes a cold build about 15% faster for about 40% more memory; 100 is Go's own)
 #   KAI_VERSION    build this row of versions.env's KAI table instead of the first served one
 #   KAI_E2E_SUITES also build these of KAI's own end-to-end suites (packages under KAI's
 #                  test/e2e/suites, e.g. "allocate/quota api/events", and "scale" for test/e2e/scale;
@@ -301,7 +303,7 @@ build_one() {
   rm -f "${tmp}"
   local -a verb=(build); [[ "${BUILD_TEST:-0}" == 1 ]] && verb=(test -c)
   mkdir -p "$(dirname "${bin}")" "$(dirname "${log}")"
-  local -a cmd=(env CGO_ENABLED="${BUILD_CGO:-0}" go "${verb[@]}" -trimpath "${extra[@]}" -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
+  local -a cmd=(env CGO_ENABLED="${BUILD_CGO:-0}" GOGC="${SIM_BIN_GOGC:-400}" go "${verb[@]}" -trimpath "${extra[@]}" -ldflags "${ldflags}" -o "${tmp}" "${pkg}")
   if [[ "${HAVE_TIME}" == 1 ]]; then
     cmd=(/usr/bin/time -f 'SIMBIN_TIME %e %M' -o "${log}.time" "${cmd[@]}")
   fi
