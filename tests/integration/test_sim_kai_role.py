@@ -7,6 +7,7 @@ a case needs a program to misbehave; the cluster is the session's sim cluster.
 import os
 import socket
 import stat
+import sys
 
 import pytest
 
@@ -95,3 +96,16 @@ def test_without_the_sim_clusters_facts_the_role_names_what_it_needs(tmp_path):
     assert done.returncode != 0
     assert "sim_kai_cluster must be the fact the sim_cluster role publishes (sim_cluster_made" in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "kai"))
+
+
+def test_a_reservation_runner_started_under_its_name_before_0_3_0_is_stopped_first(kube, sim_cluster, tmp_path, module):
+    # Before 0.3.0 the runner's process was named kai-operator; a second runner would run each reservation pod twice.
+    state_dir = str(tmp_path / "kai")
+    old = module("sim_process", name="kai-operator", state_dir=state_dir, argv=[sys.executable, "-c", "import time; time.sleep(600)"])
+    assert old.get("changed") and not old.get("failed"), old
+    old_pids = sim_process_pids(state_dir)
+    assert len(old_pids) == 1
+    bins = fake_bin(str(tmp_path / "bin"), scheduler="raise SystemExit(2)")
+    done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins), playbook=PLAYBOOK)
+    assert done.returncode != 0 and "kai-scheduler-default exited with code 2" in done.stdout, done.stdout[-3000:]
+    assert sim_process_pids(state_dir) == [] and session_members(old_pids) == []
