@@ -39,3 +39,27 @@ def run_module(capsys, monkeypatch):
         return json.loads(out), exit_info.value.code
 
     return run
+
+
+@pytest.fixture
+def typed_again():
+    """``typed_again(regex)``: the lines of the roles', playbooks' and scenarios' YAML and templates
+    (not comments, not the argument specs, which document defaults) that match ``regex``, as
+    ``path:line: text``; the guard that a fact defined once is not written out again."""
+    import re
+
+    def find(regex):
+        pattern = re.compile(regex)
+        typed = []
+        for top in ("roles", "playbooks", "molecule"):
+            for directory, _dirs, files in os.walk(os.path.join(ROOT, top)):
+                for name in sorted(files):
+                    if not name.endswith((".yml", ".yaml", ".j2")) or name == "argument_specs.yml":
+                        continue
+                    path = os.path.join(directory, name)
+                    with open(path) as handle:
+                        for number, line in enumerate(handle, 1):
+                            if pattern.search(line) and not re.match(r"\s*(#|\{#)", line):
+                                typed.append("%s:%d: %s" % (os.path.relpath(path, ROOT), number, line.strip()))
+        return typed
+    return find

@@ -11,25 +11,11 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.kai_parts import I
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def yaml_files(*tops):
-    for top in tops:
-        for directory, dummy_dirs, files in os.walk(os.path.join(ROOT, top)):
-            for name in files:
-                if name.endswith((".yml", ".yaml", ".j2")) and name != "argument_specs.yml":
-                    yield os.path.join(directory, name)
-
-
-def test_no_role_playbook_or_scenario_types_the_isolators_derived_names_again():
+def test_no_role_playbook_or_scenario_types_the_isolators_derived_names_again(typed_again):
     """Outside comments (and the argument specs, which document them), the names the isolator's chart
     derives from its release, and the volume its webhook injects, appear in no YAML or template."""
     names = set(isolator_parts().values()) | {ISOLATOR_VGPU_VOLUME}
-    pattern = re.compile(r"(?<![-\w])(%s)(?![-\w])" % "|".join(re.escape(name) for name in sorted(names)))
-    typed = []
-    for path in yaml_files("roles", "playbooks", "molecule"):
-        with open(path) as handle:
-            for number, line in enumerate(handle, 1):
-                if pattern.search(line) and not re.match(r"\s*(#|\{#)", line):
-                    typed.append("%s:%d: %s" % (os.path.relpath(path, ROOT), number, line.strip()))
+    typed = typed_again(r"(?<![-\w])(%s)(?![-\w])" % "|".join(re.escape(name) for name in sorted(names)))
     assert typed == [], "\n".join(typed)
 
 

@@ -117,19 +117,7 @@ def test_first_node_name_is_the_cluster_name_and_control_plane():
     assert name("kai-hami-test") == "kai-hami-test-control-plane"
 
 
-def test_no_role_playbook_or_scenario_types_the_first_node_rule_again():
+def test_no_role_playbook_or_scenario_types_the_first_node_rule_again(typed_again):
     """Outside comments, '-control-plane' is named by the first_node_name filter only."""
-    import os
-    import re
-
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-    typed = []
-    for top in ("roles", "playbooks", "molecule"):
-        for directory, _dirs, files in os.walk(os.path.join(root, top)):
-            for name in files:
-                if name.endswith((".yml", ".yaml", ".j2")) and name != "argument_specs.yml":
-                    with open(os.path.join(directory, name)) as handle:
-                        for number, line in enumerate(handle, 1):
-                            if re.search(r"~ *'-control-plane'|\}\}-control-plane", line) and not re.match(r"\s*#", line):
-                                typed.append("%s:%d: %s" % (os.path.relpath(os.path.join(directory, name), root), number, line.strip()))
+    typed = typed_again(r"~ *'-control-plane'|\}\}-control-plane")
     assert typed == [], "\n".join(typed)
