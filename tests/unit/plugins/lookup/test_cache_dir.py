@@ -8,6 +8,7 @@ from ansible.errors import AnsibleLookupError
 
 from ansible_collections.gpulab.kai_hami.plugins.lookup.cache_dir import LookupModule
 
+
 def test_the_terms_are_joined_under_home_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
     assert LookupModule().run([]) == [os.path.join(str(tmp_path), ".cache", "gpulab-kai-hami")]
