@@ -17,11 +17,11 @@ PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "sim_kai.yml")
 PROGRAMS = ["scheduler", "binder", "admission", "podgrouper", "podgroupcontroller", "queuecontroller", "resourcereservation"]
 
 
-def fake_bin(directory, version="v0.16.0", scheduler="import time; time.sleep(600)"):
-    """KAI's binaries as Python scripts: kai-crds says ``version``; kai-scheduler runs ``scheduler``."""
+def fake_bin(directory, version="v0.16.0", scheduler="import time; time.sleep(600)", **programs):
+    """KAI's binaries as Python scripts: kai-crds says ``version``; kai-scheduler runs ``scheduler``, other programs their body in ``programs``."""
     os.makedirs(directory)
     bodies = dict((p, "import time; time.sleep(600)") for p in PROGRAMS)
-    bodies["scheduler"] = scheduler
+    bodies.update(programs, scheduler=scheduler)
     bodies["crds"] = "print('kai-crds github.com/kai-scheduler/KAI-scheduler %s')" % version
     for name, body in bodies.items():
         path = os.path.join(directory, "kai-" + name)
@@ -89,6 +89,38 @@ def test_a_reservation_timeout_that_is_not_positive_seconds_is_refused(kube, sim
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
     assert not os.path.exists(str(tmp_path / "kai"))
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("sim_kai_binder_qps", 0, "sim_kai_binder_qps and sim_kai_binder_burst must be whole numbers >= 1 (got 0, 100)"),
+    ("sim_kai_binder_burst", "lots", "sim_kai_binder_qps and sim_kai_binder_burst must be whole numbers >= 1 (got 20, lots)"),
+    ("sim_kai_schedule_period", "250", "sim_kai_schedule_period a Go duration such as 250ms or 2s, or empty for KAI's default 1s (got '250')"),
+    ("sim_kai_schedule_period", "fast", "(got 'fast')"),
+    ("sim_kai_scheduler_qps", 100, "sim_kai_scheduler_qps and sim_kai_scheduler_burst both whole numbers >= 1 or both empty (got '100', '')"),
+])
+def test_client_limits_or_a_cycle_that_are_not_valid_are_refused(kube, sim_cluster, tmp_path, name, value, message):
+    bins = fake_bin(str(tmp_path / "bin"))
+    done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins, **{name: value}), playbook=PLAYBOOK)
+    assert done.returncode != 0
+    assert message in done.stdout and "Nothing was changed" in done.stdout, done.stdout[-3000:]
+    assert not os.path.exists(str(tmp_path / "kai"))
+    assert "kai-scheduler" not in namespaces(kube)
+
+
+def test_the_binders_client_limits_and_the_schedulers_cycle_reach_their_command_lines(sim_cluster, tmp_path):
+    record = "import sys, time; open(%r, 'w').write('\\n'.join(sys.argv[1:])); time.sleep(600)"
+    bins = fake_bin(str(tmp_path / "bin"), scheduler=record % str(tmp_path / "scheduler.args"), binder=record % str(tmp_path / "binder.args"))
+    run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins, sim_kai_wait_timeout=3, sim_kai_binder_qps=500,
+                           sim_kai_binder_burst=2000, sim_kai_schedule_period="250ms", sim_kai_scheduler_qps=400,
+                           sim_kai_scheduler_burst=900), playbook=PLAYBOOK)
+    # the fakes serve no health endpoint, so the role fails once it waits for them; they have started by then
+    with open(str(tmp_path / "binder.args")) as handle:
+        binder = handle.read().splitlines()
+    with open(str(tmp_path / "scheduler.args")) as handle:
+        scheduler = handle.read().splitlines()
+    assert "--qps=500" in binder and "--burst=2000" in binder and not [a for a in binder if a in ("--qps=20", "--burst=100")]
+    assert "--schedule-period=250ms" in scheduler and "--qps=400" in scheduler and "--burst=900" in scheduler
+    assert sim_process_pids(str(tmp_path / "kai")) == []
 
 
 def test_without_the_sim_clusters_facts_the_role_names_what_it_needs(tmp_path):
