@@ -6,6 +6,9 @@
 from __future__ import absolute_import, division, print_function
 
 import datetime
+import json
+import threading
+import time
 
 LOGS_API = ("kwok.x-k8s.io", "v1alpha1", "logs")
 
@@ -21,12 +24,16 @@ class Api(object):
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
 
-    def pods(self, label_selector=None, namespace=None):
+    def pod_list(self, label_selector=None, namespace=None, **more):
+        """The pods as the API server gives them (JSON, not the client's models: a tenth of the time), or a watch of them."""
         if namespace:
-            items = self.core.list_namespaced_pod(namespace, label_selector=label_selector or "", _request_timeout=10).items
+            response = self.core.list_namespaced_pod(namespace, label_selector=label_selector or "", _preload_content=False, **more)
         else:
-            items = self.core.list_pod_for_all_namespaces(label_selector=label_selector or "", _request_timeout=10).items
-        return [self.core.api_client.sanitize_for_serialization(p) for p in items]
+            response = self.core.list_pod_for_all_namespaces(label_selector=label_selector or "", _preload_content=False, **more)
+        return response if more.get("watch") else json.loads(response.data)
+
+    def pods(self, label_selector=None, namespace=None):
+        return self.pod_list(label_selector, namespace, _request_timeout=10)["items"]
 
     def ensure_logs(self, pod, log_file):
         """A kwok Logs object for ``pod`` (same name and namespace, owned by the pod)."""
@@ -76,6 +83,59 @@ class Api(object):
                       if c["type"] in ("Ready", "ContainersReady") else c for c in (pod.get("status") or {}).get("conditions") or []]
         body = {"status": {"conditions": conditions, "containerStatuses": statuses}}
         self.core.patch_namespaced_pod_status(pod["metadata"]["name"], pod["metadata"]["namespace"], body, _request_timeout=10)
+
+
+class PodWatch(object):
+    """The pods of a namespace with a label, kept current by a watch in a thread of its own.
+
+    ``pods`` maps each pod's uid to the pod as last seen; ``changed`` is set on every change (and
+    after every new list, as when the watch's version has expired). Errors are passed to ``say``.
+    """
+
+    def __init__(self, api, namespace, label_selector, say):
+        self.api = api
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.say = say
+        self.pods = {}
+        self.changed = threading.Event()
+        self.listed = threading.Event()
+        thread = threading.Thread(target=self._run, name="pod-watch", daemon=True)
+        thread.start()
+
+    def _run(self):
+        from kubernetes.watch.watch import iter_resp_lines
+        from urllib3.exceptions import ProtocolError
+
+        version = None
+        while True:
+            try:
+                if version is None:
+                    listing = self.api.pod_list(self.label_selector, self.namespace, _request_timeout=10)
+                    self.pods = dict((p["metadata"]["uid"], p) for p in listing["items"])
+                    version = listing["metadata"]["resourceVersion"]
+                    self.listed.set()
+                    self.changed.set()
+                response = self.api.pod_list(self.label_selector, self.namespace, watch=True, resource_version=version,
+                                             allow_watch_bookmarks=True, timeout_seconds=300, _request_timeout=(10, 330))
+                for line in iter_resp_lines(response):
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":
+                        version = None  # expired: list again
+                        break
+                    pod = event["object"]
+                    version = pod["metadata"]["resourceVersion"]
+                    if event["type"] == "DELETED":
+                        self.pods.pop(pod["metadata"]["uid"], None)
+                    elif event["type"] != "BOOKMARK":
+                        self.pods[pod["metadata"]["uid"]] = pod
+                    self.changed.set()
+            except ProtocolError:
+                continue  # the server ended the watch early: watch on from the last version
+            except Exception as error:  # pylint: disable=broad-exception-caught
+                self.say("watching pods %s in %s: %s" % (self.label_selector, self.namespace, error))
+                version = None
+                time.sleep(1)
 
 
 def is_ready(pod):

@@ -25,13 +25,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 # The sim agent's modules: the sim_cluster role's files (roles/sim_kai/files -> roles/sim_cluster/files).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim_cluster", "files"))
 from cri_log import CriLog, say  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from health import serve_health  # noqa: E402  pylint: disable=wrong-import-position,import-error
-from kube_api import Api  # noqa: E402  pylint: disable=wrong-import-position,import-error
+from kube_api import Api, PodWatch  # noqa: E402  pylint: disable=wrong-import-position,import-error
 from pod_netns import start_in_namespace  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
 GPU_GROUP_LABEL = "runai-gpu-group"
@@ -163,8 +162,8 @@ class Reservations(object):
                 pass
         say("reservation pod %s: stopped its app (%s)" % (name, reason))
 
-    def step(self):
-        pods = self.api.pods(label_selector=self.args.selector, namespace=self.args.namespace)
+    def step(self, pods):
+        """Start the app of every reservation pod newly Running on a node kwok plays; stop those whose pod is gone."""
         current = {}
         for pod in pods:
             meta = pod["metadata"]
@@ -211,12 +210,17 @@ def run_reservations(args):
         say(line)
     say("reservation runner: pods labelled %s in %s are run as local processes of %s" % (
         args.selector, args.namespace, args.program))
+    # a watch, not a list each second: a list of hundreds of reservation pods costs the runner a
+    # second of CPU, and the binder waits on each reservation's app
+    watch = PodWatch(api, args.namespace, args.selector, say)
+    watch.listed.wait()
     while True:
+        watch.changed.wait(POLL_SECONDS)  # and each POLL_SECONDS, to see the apps that exited
+        watch.changed.clear()
         try:
-            runner.step()
+            runner.step(list(watch.pods.values()))
         except Exception as error:  # pylint: disable=broad-exception-caught
             say("reservations: %s" % error)
-        time.sleep(POLL_SECONDS)
 
 
 def parse_args(argv):
