@@ -170,15 +170,20 @@ kai-e2e-gate: collections sim-bin ## The e2e suites with gate: counts (make test
 bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary library_stand_in')
 	python tools/bench_lab.py $(BENCH_ARGS)
 
-bench-fleet: collections sim-bin ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs, queues 2:1, fractions through real reservations (BENCH_FLEET_ARGS='--nodes 128')
+bench-fleet: collections sim-bin $(VENV)/.bench-installed ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs per stage, queues 2:1, fractions through real reservations, an SVG (BENCH_FLEET_ARGS='--nodes 128 --sweep')
 	python tools/bench_fleet.py $(BENCH_FLEET_ARGS)
+$(VENV)/.bench-installed: requirements/bench.txt | $(VENV)/.installed
+	$(BIN)/pip install --quiet --require-hashes -r requirements/bench.txt
+	touch $@
 
-requirements: ## Re-pin requirements/test.txt (with hashes) from requirements/test.in
+requirements: ## Re-pin requirements/*.txt (with hashes) from their .in files
 	$(BIN)/pip install --quiet pip-tools
 	$(BIN)/pip-compile --generate-hashes --allow-unsafe --strip-extras --no-header -q \
 	  -o requirements/test.txt requirements/test.in
 	$(BIN)/pip-compile --generate-hashes --allow-unsafe --strip-extras --no-header -q \
 	  -o requirements/sanity.txt requirements/sanity.in
+	cd requirements && $(BIN)/pip-compile --generate-hashes --allow-unsafe --strip-extras --no-header -q \
+	  -o bench.txt bench.in
 
 clean: ## Remove test outputs
 	rm -rf $(CACHE)/ansible-test tests/output .pytest_cache

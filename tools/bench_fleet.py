@@ -14,12 +14,26 @@ the sim_cluster role's node list (one apply of the missing nodes, all of one GPU
    CUDA_DEVICE_MEMORY_LIMIT as KAI's arithmetic gives it); the memory of the reservation processes
    and of the whole sim.
 
-Prints a table and last one machine-readable line:
-``bench-fleet nodes=<n> gpus=<n> kai_fill_s=<s> kube_fill_s=<s> ratio=<x> frac_pods=<n> frac_groups=<n> frac_fill_s=<s> rss_mib=<n>``
-(ratio = kai_fill_s / kube_fill_s at --nodes nodes). Exits 1 when a check of the fractional fill
-fails or a fill does not finish in --timeout seconds.
+4. with --sweep, at --nodes nodes: the whole-GPU fill and a fractional fill (--sweep-groups) through
+   KAI again at each point of SWEEP: the binder's client limits at KAI's scale-test values (QPS 500,
+   burst 2000), a shorter scheduler cycle (250ms), the scheduler's own client limits raised; to see
+   which stage moves.
 
-usage: python tools/bench_fleet.py [--nodes 64] [--groups 64] [--request-mib 20000] [--timeout 600] [--keep]   (make bench-fleet)
+Every fill is timed per stage from watches on the API server (tools/stage_watch.py): created ->
+PodGroup -> BindRequest -> bound -> Running, and for a GPU group its reservation pod; the table
+gives p50, p90 and max of each stage and when the last pod passed it. With matplotlib installed
+(requirements/bench.txt, make bench-fleet installs it) it draws an SVG (--svg): bound pods over time
+for KAI and kube-scheduler at each size, and the p50 of each stage.
+
+Prints the tables and last one machine-readable line:
+``bench-fleet nodes=<n> gpus=<n> kai_fill_s=<s> kube_fill_s=<s> ratio=<x> frac_pods=<n> frac_groups=<n> frac_fill_s=<s>
+rss_mib=<n> podgrouper_p50_s=<s> scheduler_p50_s=<s> binder_p50_s=<s> running_p50_s=<s> reservation_p50_s=<s>``
+(ratio = kai_fill_s / kube_fill_s at --nodes nodes; the stages' p50 of the KAI fill at --nodes nodes,
+reservation_p50_s a group's reservation pod from Running to its GPU annotated). Exits 1 when a
+check of the fractional fill fails or a fill does not finish in --timeout seconds.
+
+usage: python tools/bench_fleet.py [--nodes 64] [--groups 64] [--request-mib 20000] [--timeout 600] [--sweep]
+                                   [--svg PATH] [--keep]   (make bench-fleet)
 """
 
 import argparse
@@ -37,6 +51,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils import kai_math, kai_parts  # noqa: E402  pylint: disable=wrong-import-position
+from stage_watch import KAI_STAGES, KUBE_STAGES, RESERVATION_STAGES, StageWatch, bound_curve, stage_rows  # noqa: E402  pylint: disable=wrong-import-position
 
 NAME = "fleet"
 PROFILE = "a100"
@@ -45,6 +60,17 @@ QUEUE_A, QUEUE_B = "fleet-a", "fleet-b"
 KUBE_SCHEDULER = "default-scheduler"
 POLL_SECONDS = 0.25
 CREATE_THREADS = 8
+# the sim_kai role's variables of each point of --sweep (the first: KAI's operator's defaults)
+SWEEP = [
+    ("binder QPS 20, burst 100; cycle 1s; scheduler QPS 50, burst 300 (as KAI's operator runs them)", {}),
+    ("binder QPS 500, burst 2000 (KAI's scale test)", {"sim_kai_binder_qps": 500, "sim_kai_binder_burst": 2000}),
+    ("scheduler cycle 250ms", {"sim_kai_schedule_period": "250ms"}),
+    ("scheduler QPS 500, burst 2000", {"sim_kai_scheduler_qps": 500, "sim_kai_scheduler_burst": 2000}),
+    ("binder and scheduler QPS 500, burst 2000", {"sim_kai_binder_qps": 500, "sim_kai_binder_burst": 2000,
+                                                  "sim_kai_scheduler_qps": 500, "sim_kai_scheduler_burst": 2000}),
+]
+KAI_DEFAULTS = {"sim_kai_binder_qps": 20, "sim_kai_binder_burst": 100, "sim_kai_schedule_period": "", "sim_kai_scheduler_qps": "",
+                "sim_kai_scheduler_burst": ""}
 
 
 def gpu_queue(name, quota, parent="fleet-root"):
@@ -68,6 +94,7 @@ class Fleet(object):
         self.simdir = os.path.join(workdir, "sim")
         self.playbook = os.path.join(workdir, "fleet.yml")
         self._core = None
+        self.watch = None
         with open(self.playbook, "w") as handle:
             json.dump([{"name": "A sim fleet", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
                 {"name": "The sim cluster", "ansible.builtin.include_role": {"name": "gpulab.kai_hami.sim_cluster"}},
@@ -87,16 +114,18 @@ class Fleet(object):
             raise RuntimeError("ansible-playbook failed:\n%s%s" % (done.stdout[-5000:], done.stderr[-2000:]))
         return time.monotonic() - started
 
-    def up(self, nodes):
-        """Bring the cluster up with `nodes` GPU nodes, or grow it to that many; KAI and its queues with it."""
+    def up(self, nodes, kai=None):
+        """Bring the cluster up with `nodes` GPU nodes, or grow it to that many; KAI (the sim_kai variables `kai`) and its queues."""
         queues = [{"name": "fleet-root", "resources": {"gpu": {"quota": -1, "limit": -1, "over_quota_weight": 1}}},
                   gpu_queue(FILL_QUEUE, 0)] + [gpu_queue(name, quota) for name, quota in sorted(queue_quotas(nodes * 8).items())]
         return self._play(dict(
             sim_cluster_state="present", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,
             sim_cluster_kubeconfig=self.kubeconfig, sim_cluster_gpu_profile=PROFILE, sim_cluster_nodes=self.node_names(nodes),
-            sim_cluster_kube_scheduler=True, sim_kai_nvml_stand_in=True, sim_kai_queues=queues))
+            sim_cluster_kube_scheduler=True, sim_kai_nvml_stand_in=True, sim_kai_queues=queues, **dict(KAI_DEFAULTS, **(kai or {}))))
 
     def down(self):
+        if self.watch is not None:
+            self.watch.stop()
         return self._play(dict(sim_cluster_state="absent", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,
                                sim_cluster_kubeconfig=self.kubeconfig))
 
@@ -112,6 +141,16 @@ class Fleet(object):
             configuration.connection_pool_maxsize = CREATE_THREADS * 2
             self._core = client.CoreV1Api(client.ApiClient(configuration))
         return self._core
+
+    def watching(self):
+        """The stage watch of this cluster, started on first use (the cluster must be up)."""
+        if self.watch is None:
+            from kubernetes import client, config
+
+            configuration = client.Configuration()
+            config.load_kube_config(config_file=self.kubeconfig, client_configuration=configuration)
+            self.watch = StageWatch(client.ApiClient(configuration)).start()
+        return self.watch
 
     def pods(self, namespace, selector=None):
         response = self.core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
@@ -142,7 +181,7 @@ class Fleet(object):
         self.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
         deadline = time.monotonic() + timeout
         while self.pods(namespace) and time.monotonic() < deadline:
-            time.sleep(POLL_SECONDS)
+            time.sleep(1)
 
 
 def pod(name, namespace, scheduler, queue=None, gpus=1, gpu_memory_mib=None):
@@ -161,26 +200,41 @@ def pod(name, namespace, scheduler, queue=None, gpus=1, gpu_memory_mib=None):
 
 
 def wait_bound(fleet, namespace, count, started, timeout, done=None):
-    """Poll until `count` pods of the namespace are bound (or `done(pods)` holds); seconds since `started` or None."""
+    """Until `count` pods of the namespace are bound (or `done(points)` holds), as the stage watch sees them:
+    seconds from `started` to the last bind (or to when `done` held), None when not in `timeout`."""
+    watch = fleet.watching()
     deadline = started + timeout
     while time.monotonic() < deadline:
-        pods = fleet.pods(namespace)
-        bound = [p for p in pods if (p.get("spec") or {}).get("nodeName")]
-        if (done(pods) if done else len(bound) >= count):
-            return time.monotonic() - started
+        points = watch.points(namespace)
+        bound = [p["bound"] for p in points.values() if "bound" in p]
+        if done is not None:
+            if done(points):
+                return time.monotonic() - started
+        elif len(bound) >= count:
+            return max(bound) - started
         time.sleep(POLL_SECONDS)
     return None
 
 
-def whole_gpu_fill(fleet, scheduler, gpus, timeout, tag):
-    """gpus single-GPU pods through `scheduler`: seconds from the first create to all bound (None: not all bound)."""
-    namespace = "fleet-%s-%s" % (tag, "kai" if scheduler == kai_parts.SCHEDULER_NAME else "kube")
+def timed_fill(fleet, namespace, manifests, timeout, stages):
+    """Create the pods and wait until all are bound: seconds (None: not all), the stage rows and the bound curve."""
+    fleet.watching()
     fleet.namespace(namespace)
-    queue = FILL_QUEUE if scheduler == kai_parts.SCHEDULER_NAME else None
-    started = fleet.create([pod("fill-%04d" % i, namespace, scheduler, queue) for i in range(gpus)])
-    seconds = wait_bound(fleet, namespace, gpus, started, timeout)
+    started = fleet.create(manifests)
+    seconds = wait_bound(fleet, namespace, len(manifests), started, timeout)
+    time.sleep(1)  # the last pods' Running
+    points = fleet.watch.points(namespace)
+    return {"seconds": seconds, "stages": stage_rows(points, stages, started), "curve": bound_curve(points, started), "started": started}
+
+
+def whole_gpu_fill(fleet, scheduler, gpus, timeout, tag):
+    """gpus single-GPU pods through `scheduler`: the timed fill (seconds from the first create to all bound, stages)."""
+    kai = scheduler == kai_parts.SCHEDULER_NAME
+    namespace = "fleet-%s-%s" % (tag, "kai" if kai else "kube")
+    fill = timed_fill(fleet, namespace, [pod("fill-%04d" % i, namespace, scheduler, FILL_QUEUE if kai else None) for i in range(gpus)],
+                      timeout, KAI_STAGES if kai else KUBE_STAGES)
     fleet.clear(namespace, timeout)
-    return seconds
+    return fill
 
 
 def queues_at_scale(fleet, gpus, timeout):
@@ -193,30 +247,30 @@ def queues_at_scale(fleet, gpus, timeout):
         for queue in (QUEUE_A, QUEUE_B):
             manifests.append(pod("%s-%04d" % (queue, i), namespace, kai_parts.SCHEDULER_NAME, queue))
 
-    def per_queue(pods):
+    def per_queue(points):
         counts = dict((q, 0) for q in quotas)
-        for item in pods:
-            if (item.get("spec") or {}).get("nodeName"):
-                counts[item["metadata"]["labels"][kai_parts.QUEUE_LABEL]] += 1
+        for name, item in points.items():
+            if "bound" in item:
+                counts[name.rsplit("-", 1)[0]] += 1
         return counts
 
+    fleet.watching()
     started = fleet.create(manifests)
     full_s = wait_bound(fleet, namespace, gpus, started, timeout)
-    at_quota_s = wait_bound(fleet, namespace, gpus, started, timeout, done=lambda pods: per_queue(pods) == quotas)
-    reached = per_queue(fleet.pods(namespace))
+    at_quota_s = wait_bound(fleet, namespace, gpus, started, timeout, done=lambda points: per_queue(points) == quotas)
+    reached = per_queue(fleet.watch.points(namespace))
     fleet.clear(namespace, timeout)
     return dict(quotas=quotas, reached=reached, full_s=full_s, at_quota_s=at_quota_s)
 
 
-def fractional_fill(fleet, groups, request_mib, timeout):
-    """2 x groups gpu-memory pods (two per GPU) through KAI's binder and its reservation apps; seconds to all bound and the pods."""
-    namespace = "fleet-fractions"
-    fleet.namespace(namespace)
-    count = 2 * groups
-    started = fleet.create([pod("shared-%04d" % i, namespace, kai_parts.SCHEDULER_NAME, FILL_QUEUE, gpu_memory_mib=request_mib)
-                            for i in range(count)])
-    seconds = wait_bound(fleet, namespace, count, started, timeout)
-    return seconds, namespace
+def fractional_fill(fleet, groups, request_mib, timeout, namespace="fleet-fractions"):
+    """2 x groups gpu-memory pods (two per GPU) through KAI's binder and its reservation apps: the timed fill
+    (with each GPU group's reservation stages) and the namespace."""
+    fill = timed_fill(fleet, namespace, [pod("shared-%04d" % i, namespace, kai_parts.SCHEDULER_NAME, FILL_QUEUE, gpu_memory_mib=request_mib)
+                                         for i in range(2 * groups)], timeout, KAI_STAGES)
+    group_points = fleet.watch.group_points(namespace, kai_parts.RESERVATION_NAMESPACE)
+    fill["reservation_stages"] = stage_rows(group_points, RESERVATION_STAGES, fill["started"])
+    return fill, namespace
 
 
 def check_fractions(fleet, namespace, groups, request_mib):
@@ -294,12 +348,77 @@ def sim_pids(workdir, under=None):
     return found
 
 
+def seconds(value, digits=1):
+    return ("%%.%df" % digits) % value if value is not None else "-"
+
+
+def print_stages(title, rows):
+    print("%s:" % title)
+    print("| stage | pods | p50 s | p90 s | max s | last passed at s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print("| %s | %d | %s | %s | %s | %s |" % (row["stage"], row["count"], seconds(row["p50"], 2), seconds(row["p90"], 2),
+                                              seconds(row["max"], 2), seconds(row["last_at"])))
+
+
+def p50(rows, stage):
+    found = [r["p50"] for r in rows if r["stage"] == stage and r["p50"] is not None]
+    return "%.2f" % found[0] if found else "nan"
+
+
+def draw(path, rows, sweep, frac=None):
+    """The SVG: bound pods over time for KAI and kube-scheduler at each size; the p50 of each stage. False without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        return False
+    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.8))
+    colours = pyplot.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, (size, _gpus, _grew, kai, kube) in enumerate(rows):
+        colour = colours[index % len(colours)]
+        for fill, style, who in ((kai, "-", "KAI"), (kube, "--", "kube-scheduler")):
+            curve = fill["curve"]
+            left.plot([0.0] + curve, list(range(len(curve) + 1)), style, color=colour, drawstyle="steps-post",
+                      label="%s, %d nodes" % (who, size))
+    left.set_xlabel("seconds from the first create")
+    left.set_ylabel("pods bound")
+    left.set_title("Whole-GPU fill: one single-GPU pod per GPU")
+    left.legend(fontsize="small")
+    bars = [("%d nodes" % size, kai["stages"]) for size, _gpus, _grew, kai, _kube in rows]
+    if frac is not None:
+        bars.append(("shared pods, %d groups" % (len(frac["curve"]) // 2), frac["stages"]))
+    bars += [(label.split(" (")[0], fill["stages"]) for label, fill, _shared in sweep]
+    stages = [name for name, _begin, _end in KAI_STAGES]
+    bottoms = [0.0] * len(bars)
+    for index, stage in enumerate(stages):
+        heights = [next((r["p50"] or 0.0 for r in found if r["stage"] == stage), 0.0) for _label, found in bars]
+        right.barh(range(len(bars)), heights, left=bottoms, color=colours[index % len(colours)], label=stage)
+        bottoms = [b + h for b, h in zip(bottoms, heights)]
+    right.set_yticks(range(len(bars)))
+    right.set_yticklabels([label for label, _found in bars], fontsize="small")
+    right.invert_yaxis()
+    right.set_xlabel("p50 seconds per pod")
+    right.set_title("KAI: where a pod's time goes (p50 per stage)")
+    right.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path, format="svg")
+    pyplot.close(figure)
+    return True
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=64, help="GPU nodes of the largest fill (8 GPUs each)")
     parser.add_argument("--groups", type=int, default=64, help="GPU groups of the fractional fill (two pods each)")
     parser.add_argument("--request-mib", type=int, default=20000, help="each shared pod's gpu-memory, MiB (two fit one 40 GB GPU)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds each fill may take")
+    parser.add_argument("--sweep", action="store_true", help="at --nodes nodes, fill through KAI again with the binder's limits and "
+                        "the scheduler's cycle of each point of the sweep")
+    parser.add_argument("--sweep-groups", type=int, default=32, help="GPU groups of each sweep point's fractional fill")
+    parser.add_argument("--fractions-only", action="store_true", help="bring up --nodes nodes and run only the fractional fill")
+    parser.add_argument("--svg", default=os.path.join(ROOT, ".cache", "bench-fleet.svg"), help="where to write the picture")
     parser.add_argument("--keep", action="store_true", help="leave the cluster up (take it down with playbooks/cleanup.yml)")
     args = parser.parse_args()
     if args.nodes < 1 or args.groups < 1:
@@ -307,37 +426,58 @@ def main():
     if args.groups > args.nodes * 8:
         sys.exit("--groups %d needs %d GPUs; --nodes %d gives %d" % (args.groups, args.groups, args.nodes, args.nodes * 8))
 
-    sizes = sorted(set(n for n in (8, 32) if n < args.nodes) | {args.nodes})
+    sizes = [] if args.fractions_only else sorted(set(n for n in (8, 32) if n < args.nodes) | {args.nodes})
     workdir = tempfile.mkdtemp(prefix="kai-hami-fleet-")
     fleet = Fleet(workdir)
     failed = []
     rows = []
+    sweep = []
+    peak = {"whole": 0.0}
     try:
         for size in sizes:
             print("growing the sim to %d GPU nodes (%d GPUs) ..." % (size, size * 8), flush=True)
             grew = fleet.up(size)
             gpus = size * 8
-            kai_s = whole_gpu_fill(fleet, kai_parts.SCHEDULER_NAME, gpus, args.timeout, "n%d" % size)
-            kube_s = whole_gpu_fill(fleet, KUBE_SCHEDULER, gpus, args.timeout, "n%d" % size)
-            rows.append((size, gpus, grew, kai_s, kube_s))
+            kai = whole_gpu_fill(fleet, kai_parts.SCHEDULER_NAME, gpus, args.timeout, "n%d" % size)
+            kube = whole_gpu_fill(fleet, KUBE_SCHEDULER, gpus, args.timeout, "n%d" % size)
+            rows.append((size, gpus, grew, kai, kube))
             print("  up/grown in %.1f s; KAI filled %d GPUs in %s s, kube-scheduler in %s s"
-                  % (grew, gpus, "%.1f" % kai_s if kai_s else "(not all)", "%.1f" % kube_s if kube_s else "(not all)"), flush=True)
-            if kai_s is None or kube_s is None:
+                  % (grew, gpus, seconds(kai["seconds"]), seconds(kube["seconds"])), flush=True)
+            if kai["seconds"] is None or kube["seconds"] is None:
                 failed.append("the whole-GPU fill at %d nodes did not finish in %d s" % (size, args.timeout))
         gpus = args.nodes * 8
-        print("queues at scale: %s and %s ask for every GPU ..." % (QUEUE_A, QUEUE_B), flush=True)
-        queues = queues_at_scale(fleet, gpus, args.timeout)
+        queues = None
+        if args.fractions_only:
+            print("the sim with %d GPU nodes (%d GPUs) ..." % (args.nodes, gpus), flush=True)
+            fleet.up(args.nodes)
+        else:
+            print("queues at scale: %s and %s ask for every GPU ..." % (QUEUE_A, QUEUE_B), flush=True)
+            queues = queues_at_scale(fleet, gpus, args.timeout)
         baseline = memory_mib(sim_pids(fleet.simdir))
         print("fractional fill: %d pods of %d MiB on %d GPU groups ..." % (2 * args.groups, args.request_mib, args.groups), flush=True)
-        frac_s, namespace = fractional_fill(fleet, args.groups, args.request_mib, args.timeout)
+        frac, namespace = fractional_fill(fleet, args.groups, args.request_mib, args.timeout)
         problems, per_node = check_fractions(fleet, namespace, args.groups, args.request_mib)
         reservation_dir = os.path.join(fleet.simdir, "kai", "reservations")
         reservation_pids = sim_pids(fleet.simdir, under=reservation_dir)
         reservation_mib = memory_mib(reservation_pids)
         whole_mib = memory_mib(sim_pids(fleet.simdir))
-        if frac_s is None:
+        if frac["seconds"] is None:
             problems.insert(0, "not all %d shared pods bound in %d s" % (2 * args.groups, args.timeout))
         failed += problems
+        fleet.clear(namespace, args.timeout)
+        if args.sweep:
+            for index, (label, kai_vars) in enumerate(SWEEP):
+                print("sweep: %s ..." % label, flush=True)
+                fleet.up(args.nodes, kai_vars)
+                fill = whole_gpu_fill(fleet, kai_parts.SCHEDULER_NAME, gpus, args.timeout, "sweep%d" % index)
+                shared, space = fractional_fill(fleet, args.sweep_groups, args.request_mib, args.timeout, "fleet-sweep%d-fractions" % index)
+                fleet.clear(space, args.timeout)
+                sweep.append((label, fill, shared))
+                print("  KAI filled %d GPUs in %s s; %d shared pods bound in %s s"
+                      % (gpus, seconds(fill["seconds"]), 2 * args.sweep_groups, seconds(shared["seconds"])), flush=True)
+                if fill["seconds"] is None or shared["seconds"] is None:
+                    failed.append("a fill of the sweep (%s) did not finish in %d s" % (label, args.timeout))
+        peak["whole"] = whole_mib[0]
     finally:
         if args.keep:
             print("left up: ansible-playbook playbooks/cleanup.yml -e cleanup_cluster_name=%s -e sim_cluster_workdir=%s"
@@ -349,28 +489,60 @@ def main():
     print()
     print("| nodes | GPUs | cluster up/grown s | KAI fill s | KAI pods/s | kube-scheduler fill s | pods/s | KAI / kube-scheduler |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for size, count, grew, kai_s, kube_s in rows:
+    for size, count, grew, kai, kube in rows:
+        kai_s, kube_s = kai["seconds"], kube["seconds"]
         print("| %d | %d | %.1f | %s | %s | %s | %s | %s |" % (
-            size, count, grew, "%.1f" % kai_s if kai_s else "-", "%.1f" % (count / kai_s) if kai_s else "-",
-            "%.1f" % kube_s if kube_s else "-", "%.1f" % (count / kube_s) if kube_s else "-",
-            "%.2f" % (kai_s / kube_s) if kai_s and kube_s else "-"))
+            size, count, grew, seconds(kai_s), seconds(count / kai_s if kai_s else None),
+            seconds(kube_s), seconds(count / kube_s if kube_s else None), seconds(kai_s / kube_s if kai_s and kube_s else None, 2)))
     print()
-    print("queues at scale (%d GPUs): quota %s; allocated when full (%s s) and at the end: %s; at quota after %s s"
-          % (gpus, queues["quotas"], "%.1f" % queues["full_s"] if queues["full_s"] else "-", queues["reached"],
-             "%.1f" % queues["at_quota_s"] if queues["at_quota_s"] else "- (not reached)"))
+    for size, count, _grew, kai, kube in rows:
+        print_stages("KAI, %d nodes (%d pods)" % (size, count), kai["stages"])
+        print_stages("kube-scheduler, %d nodes" % size, kube["stages"])
+        print()
+    if queues:
+        print("queues at scale (%d GPUs): quota %s; allocated when full (%s s) and at the end: %s; at quota after %s s"
+              % (gpus, queues["quotas"], seconds(queues["full_s"]), queues["reached"],
+                 seconds(queues["at_quota_s"]) if queues["at_quota_s"] else "- (not reached)"))
     print("fractional fill: %d pods on %d GPU groups (%d nodes) bound in %s s" % (
-        2 * args.groups, args.groups, len(per_node), "%.1f" % frac_s if frac_s else "-"))
+        2 * args.groups, args.groups, len(per_node), seconds(frac["seconds"])))
+    print_stages("fractional fill, each shared pod", frac["stages"])
+    print_stages("fractional fill, each GPU group's reservation", frac["reservation_stages"])
     print("memory, MiB (RSS / PSS): %d reservation processes %.0f / %.0f (%.1f / %.1f per group); the whole sim %.0f / %.0f "
           "(%.0f / %.0f before the fill)" % (
               len(reservation_pids), reservation_mib[0], reservation_mib[1], reservation_mib[0] / args.groups,
               reservation_mib[1] / args.groups, whole_mib[0], whole_mib[1], baseline[0], baseline[1]))
+    if sweep:
+        print()
+        print("sweep at %d nodes: %d whole-GPU pods, then %d shared pods on %d GPU groups, through KAI; p50 s per stage:"
+              % (args.nodes, gpus, 2 * args.sweep_groups, args.sweep_groups))
+        names = [name for name, _b, _e in KAI_STAGES]
+        print("| setting | pods | fill s | pods/s | %s | reservation app: GPU |" % " | ".join(names))
+        print("|---|---|---:|---:|%s---:|" % ("---:|" * len(names)))
+        for label, fill, shared in sweep:
+            for kind, found, count in (("whole", fill, gpus), ("shared", shared, 2 * args.sweep_groups)):
+                print("| %s | %s | %s | %s | %s | %s |" % (
+                    label, kind, seconds(found["seconds"]), seconds(count / found["seconds"] if found["seconds"] else None),
+                    " | ".join(p50(found["stages"], name) for name in names),
+                    p50(found.get("reservation_stages", []), "reservation app: GPU") if kind == "shared" else "-"))
+    if fleet.watch is not None and fleet.watch.errors:
+        print("the stage watch restarted %d times (first: %s)" % (len(fleet.watch.errors), fleet.watch.errors[0]))
+    if not rows:
+        print("no picture: no whole-GPU fill ran")
+    elif draw(args.svg, rows, sweep, frac):
+        print("picture: %s" % args.svg)
+    else:
+        print("no picture: matplotlib is not installed (pip install -r requirements/bench.txt; make bench-fleet does)")
     for problem in failed:
         print("FAILED: %s" % problem)
-    last = rows[-1]
-    print("bench-fleet nodes=%d gpus=%d kai_fill_s=%s kube_fill_s=%s ratio=%s frac_pods=%d frac_groups=%d frac_fill_s=%s rss_mib=%d" % (
-        last[0], last[1], "%.1f" % last[3] if last[3] else "nan", "%.1f" % last[4] if last[4] else "nan",
-        "%.2f" % (last[3] / last[4]) if last[3] and last[4] else "nan", 2 * args.groups, args.groups,
-        "%.1f" % frac_s if frac_s else "nan", whole_mib[0]))
+    last = rows[-1] if rows else (args.nodes, gpus, None, {"seconds": None, "stages": []}, {"seconds": None, "stages": []})
+    kai_s, kube_s = last[3]["seconds"], last[4]["seconds"]
+    print("bench-fleet nodes=%d gpus=%d kai_fill_s=%s kube_fill_s=%s ratio=%s frac_pods=%d frac_groups=%d frac_fill_s=%s rss_mib=%d "
+          "podgrouper_p50_s=%s scheduler_p50_s=%s binder_p50_s=%s running_p50_s=%s reservation_p50_s=%s" % (
+              last[0], last[1], "%.1f" % kai_s if kai_s else "nan", "%.1f" % kube_s if kube_s else "nan",
+              "%.2f" % (kai_s / kube_s) if kai_s and kube_s else "nan", 2 * args.groups, args.groups,
+              "%.1f" % frac["seconds"] if frac["seconds"] else "nan", peak["whole"],
+              p50(last[3]["stages"], "pod-grouper"), p50(last[3]["stages"], "scheduler"), p50(last[3]["stages"], "binder"),
+              p50(last[3]["stages"], "kwok Running"), p50(frac["reservation_stages"], "reservation app: GPU")))
     return 1 if failed else 0
 
 

@@ -3,8 +3,9 @@
 Four nodes of 8 A100s, 32 shared pods of 20000 MiB gpu-memory (two fit one 40 GB GPU) on 16 GPU
 groups, through KAI's binder and its reservation apps with the NVML stand-in library: every shared pod
 binds, each GPU group has one reservation pod, whose GPU UUID no other group holds on its node, and
-every pod's CUDA_DEVICE_MEMORY_LIMIT is KAI's arithmetic on the request and the node's label.
-Taking the cluster down leaves no process and no file of it.
+every pod's CUDA_DEVICE_MEMORY_LIMIT is KAI's arithmetic on the request and the node's label. The
+stage watch saw every shared pod through each of KAI's stages and every group's reservation through
+its own. Taking the cluster down leaves no process and no file of it.
 """
 
 import math
@@ -32,12 +33,17 @@ def test_shared_pods_on_sixteen_gpu_groups_bind_through_real_reservations_and_no
     fleet = Fleet(str(tmp_path), name="fleet-gate")
     try:
         fleet.up(NODES)
-        seconds, namespace = fractional_fill(fleet, GROUPS, REQUEST_MIB, timeout=300)
+        fill, namespace = fractional_fill(fleet, GROUPS, REQUEST_MIB, timeout=300)
         pods = fleet.pods(namespace)
-        assert seconds is not None, "not all shared pods bound: %s" % sorted(
+        assert fill["seconds"] is not None, "not all shared pods bound: %s" % sorted(
             p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName"))
-        print("32 shared pods bound in %.1f s" % seconds)
+        print("32 shared pods bound in %.1f s" % fill["seconds"])
         assert len(pods) == 2 * GROUPS
+        # every pod seen at each of its points, in order: created, PodGroup, BindRequest, bound, Running
+        assert [(r["stage"], r["count"]) for r in fill["stages"]] == [
+            ("pod-grouper", 2 * GROUPS), ("scheduler", 2 * GROUPS), ("binder", 2 * GROUPS), ("kwok Running", 2 * GROUPS)]
+        assert all(r["max"] <= fill["seconds"] + 2 for r in fill["stages"]), fill["stages"]
+        assert [r["count"] for r in fill["reservation_stages"]] == [GROUPS] * 4, fill["reservation_stages"]
 
         groups = {}
         for item in pods:
