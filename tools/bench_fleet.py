@@ -12,8 +12,7 @@ the sim_cluster role's node list (one apply of the missing nodes, all of one GPU
    KAI's binder and its real reservation apps with the NVML stand-in library: the time to all bound,
    and the checks (one reservation pod per group, its GPU UUID distinct on its node, every pod's
    CUDA_DEVICE_MEMORY_LIMIT as KAI's arithmetic gives it); the memory of the reservation processes
-   and of the whole sim.
-
+   and of the whole sim;
 4. with --sweep, at --nodes nodes: the whole-GPU fill and a fractional fill (--sweep-groups) through
    KAI again at each point of SWEEP: the binder's client limits at KAI's scale-test values (QPS 500,
    burst 2000), a shorter scheduler cycle (250ms), the scheduler's own client limits raised; to see
@@ -32,8 +31,8 @@ rss_mib=<n> podgrouper_p50_s=<s> scheduler_p50_s=<s> binder_p50_s=<s> running_p5
 reservation_p50_s a group's reservation pod from Running to its GPU annotated). Exits 1 when a
 check of the fractional fill fails or a fill does not finish in --timeout seconds.
 
-usage: python tools/bench_fleet.py [--nodes 64] [--groups 64] [--request-mib 20000] [--timeout 600] [--sweep]
-                                   [--svg PATH] [--keep]   (make bench-fleet)
+usage: python tools/bench_fleet.py [--nodes 64] [--groups 64] [--request-mib 20000] [--timeout 600]
+                                   [--sweep [--sweep-groups 32]] [--fractions-only] [--svg PATH] [--keep]   (make bench-fleet)
 """
 
 import argparse
@@ -62,12 +61,13 @@ POLL_SECONDS = 0.25
 CREATE_THREADS = 8
 # the sim_kai role's variables of each point of --sweep (the first: KAI's operator's defaults)
 SWEEP = [
-    ("binder QPS 20, burst 100; cycle 1s; scheduler QPS 50, burst 300 (as KAI's operator runs them)", {}),
-    ("binder QPS 500, burst 2000 (KAI's scale test)", {"sim_kai_binder_qps": 500, "sim_kai_binder_burst": 2000}),
-    ("scheduler cycle 250ms", {"sim_kai_schedule_period": "250ms"}),
-    ("scheduler QPS 500, burst 2000", {"sim_kai_scheduler_qps": 500, "sim_kai_scheduler_burst": 2000}),
-    ("binder and scheduler QPS 500, burst 2000", {"sim_kai_binder_qps": 500, "sim_kai_binder_burst": 2000,
-                                                  "sim_kai_scheduler_qps": 500, "sim_kai_scheduler_burst": 2000}),
+    ("binder QPS 20, burst 100; cycle 1s; scheduler QPS 50, burst 300 (as KAI's operator runs them)", "KAI's defaults", {}),
+    ("binder QPS 500, burst 2000 (KAI's scale test)", "binder QPS 500",
+     {"sim_kai_binder_qps": 500, "sim_kai_binder_burst": 2000}),
+    ("scheduler cycle 250ms", "cycle 250ms", {"sim_kai_schedule_period": "250ms"}),
+    ("scheduler QPS 500, burst 2000", "scheduler QPS 500", {"sim_kai_scheduler_qps": 500, "sim_kai_scheduler_burst": 2000}),
+    ("binder and scheduler QPS 500, burst 2000", "both QPS 500",
+     {"sim_kai_binder_qps": 500, "sim_kai_binder_burst": 2000, "sim_kai_scheduler_qps": 500, "sim_kai_scheduler_burst": 2000}),
 ]
 KAI_DEFAULTS = {"sim_kai_binder_qps": 20, "sim_kai_binder_burst": 100, "sim_kai_schedule_period": "", "sim_kai_scheduler_qps": "",
                 "sim_kai_scheduler_burst": ""}
@@ -367,14 +367,15 @@ def p50(rows, stage):
 
 
 def draw(path, rows, sweep, frac=None):
-    """The SVG: bound pods over time for KAI and kube-scheduler at each size; the p50 of each stage. False without matplotlib."""
+    """The SVG: bound pods over time for KAI and kube-scheduler at each size; the p50 of each stage of the
+    whole-GPU fills (and the sweep's), and of the fractional fill. False without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         from matplotlib import pyplot
     except ImportError:
         return False
-    figure, (left, right) = pyplot.subplots(1, 2, figsize=(12, 4.8))
+    figure, (left, middle, right) = pyplot.subplots(1, 3, figsize=(17, 5), gridspec_kw={"width_ratios": [1.2, 1, 1]})
     colours = pyplot.rcParams["axes.prop_cycle"].by_key()["color"]
     for index, (size, _gpus, _grew, kai, kube) in enumerate(rows):
         colour = colours[index % len(colours)]
@@ -386,26 +387,37 @@ def draw(path, rows, sweep, frac=None):
     left.set_ylabel("pods bound")
     left.set_title("Whole-GPU fill: one single-GPU pod per GPU")
     left.legend(fontsize="small")
-    bars = [("%d nodes" % size, kai["stages"]) for size, _gpus, _grew, kai, _kube in rows]
+    whole = [("%d nodes" % size, kai["stages"]) for size, _gpus, _grew, kai, _kube in rows]
+    whole += [("sweep: " + short, fill["stages"]) for _label, short, fill, _shared in sweep]
+    stacked(middle, whole, KAI_STAGES, colours, "Whole-GPU fill through KAI: p50 per stage")
     if frac is not None:
-        bars.append(("shared pods, %d groups" % (len(frac["curve"]) // 2), frac["stages"]))
-    bars += [(label.split(" (")[0], fill["stages"]) for label, fill, _shared in sweep]
-    stages = [name for name, _begin, _end in KAI_STAGES]
-    bottoms = [0.0] * len(bars)
-    for index, stage in enumerate(stages):
-        heights = [next((r["p50"] or 0.0 for r in found if r["stage"] == stage), 0.0) for _label, found in bars]
-        right.barh(range(len(bars)), heights, left=bottoms, color=colours[index % len(colours)], label=stage)
-        bottoms = [b + h for b, h in zip(bottoms, heights)]
-    right.set_yticks(range(len(bars)))
-    right.set_yticklabels([label for label, _found in bars], fontsize="small")
-    right.invert_yaxis()
-    right.set_xlabel("p50 seconds per pod")
-    right.set_title("KAI: where a pod's time goes (p50 per stage)")
-    right.legend(fontsize="small")
+        groups = len(frac["curve"]) // 2
+        stacked(right, [("each shared pod", frac["stages"])], KAI_STAGES, colours,
+                "Fractional fill, %d GPU groups: p50 per stage" % groups)
+        stacked(right, [("each group's reservation", frac["reservation_stages"])], RESERVATION_STAGES, colours[4:],
+                None, row=1)
     figure.tight_layout()
     figure.savefig(path, format="svg")
     pyplot.close(figure)
     return True
+
+
+def stacked(axes, bars, stages, colours, title, row=0):
+    """Horizontal bars of stacked p50s, one per (label, stage rows), from `row` down."""
+    bottoms = [0.0] * len(bars)
+    for index, (stage, _begin, _end) in enumerate(stages):
+        widths = [next((r["p50"] or 0.0 for r in found if r["stage"] == stage), 0.0) for _label, found in bars]
+        axes.barh([row + n for n in range(len(bars))], widths, left=bottoms, color=colours[index % len(colours)], label=stage)
+        bottoms = [b + w for b, w in zip(bottoms, widths)]
+    ticks = list(axes.get_yticks()) if row else []
+    labels = [t.get_text() for t in axes.get_yticklabels()] if row else []
+    axes.set_yticks(ticks[:row] + [row + n for n in range(len(bars))])
+    axes.set_yticklabels(labels[:row] + [label for label, _found in bars], fontsize="small")
+    if title:
+        axes.set_title(title)
+        axes.invert_yaxis()
+    axes.set_xlabel("p50 seconds")
+    axes.legend(fontsize="small")
 
 
 def main():
@@ -466,13 +478,13 @@ def main():
         failed += problems
         fleet.clear(namespace, args.timeout)
         if args.sweep:
-            for index, (label, kai_vars) in enumerate(SWEEP):
+            for index, (label, short, kai_vars) in enumerate(SWEEP):
                 print("sweep: %s ..." % label, flush=True)
                 fleet.up(args.nodes, kai_vars)
                 fill = whole_gpu_fill(fleet, kai_parts.SCHEDULER_NAME, gpus, args.timeout, "sweep%d" % index)
                 shared, space = fractional_fill(fleet, args.sweep_groups, args.request_mib, args.timeout, "fleet-sweep%d-fractions" % index)
                 fleet.clear(space, args.timeout)
-                sweep.append((label, fill, shared))
+                sweep.append((label, short, fill, shared))
                 print("  KAI filled %d GPUs in %s s; %d shared pods bound in %s s"
                       % (gpus, seconds(fill["seconds"]), 2 * args.sweep_groups, seconds(shared["seconds"])), flush=True)
                 if fill["seconds"] is None or shared["seconds"] is None:
@@ -518,7 +530,7 @@ def main():
         names = [name for name, _b, _e in KAI_STAGES]
         print("| setting | pods | fill s | pods/s | %s | reservation app: GPU |" % " | ".join(names))
         print("|---|---|---:|---:|%s---:|" % ("---:|" * len(names)))
-        for label, fill, shared in sweep:
+        for label, _short, fill, shared in sweep:
             for kind, found, count in (("whole", fill, gpus), ("shared", shared, 2 * args.sweep_groups)):
                 print("| %s | %s | %s | %s | %s | %s |" % (
                     label, kind, seconds(found["seconds"]), seconds(count / found["seconds"] if found["seconds"] else None),
