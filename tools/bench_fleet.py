@@ -352,13 +352,18 @@ def seconds(value, digits=1):
     return ("%%.%df" % digits) % value if value is not None else "-"
 
 
+def figure(value, digits=1):
+    """A figure of the last line: nan when it was not measured."""
+    return ("%%.%df" % digits) % value if value is not None else "nan"
+
+
 def print_stages(title, rows):
     print("%s:" % title)
     print("| stage | pods | p50 s | p90 s | max s | last passed at s |")
     print("|---|---:|---:|---:|---:|---:|")
     for row in rows:
-        print("| %s | %d | %s | %s | %s | %s |" % (row["stage"], row["count"], seconds(row["p50"], 2), seconds(row["p90"], 2),
-                                              seconds(row["max"], 2), seconds(row["last_at"])))
+        print("| %s | %d | %s | %s | %s | %s |" % (
+            row["stage"], row["count"], seconds(row["p50"], 2), seconds(row["p90"], 2), seconds(row["max"], 2), seconds(row["last_at"])))
 
 
 def p50(rows, stage):
@@ -550,9 +555,8 @@ def main():
     kai_s, kube_s = last[3]["seconds"], last[4]["seconds"]
     print("bench-fleet nodes=%d gpus=%d kai_fill_s=%s kube_fill_s=%s ratio=%s frac_pods=%d frac_groups=%d frac_fill_s=%s rss_mib=%d "
           "podgrouper_p50_s=%s scheduler_p50_s=%s binder_p50_s=%s running_p50_s=%s reservation_p50_s=%s" % (
-              last[0], last[1], "%.1f" % kai_s if kai_s else "nan", "%.1f" % kube_s if kube_s else "nan",
-              "%.2f" % (kai_s / kube_s) if kai_s and kube_s else "nan", 2 * args.groups, args.groups,
-              "%.1f" % frac["seconds"] if frac["seconds"] else "nan", peak["whole"],
+              last[0], last[1], figure(kai_s), figure(kube_s), figure(kai_s / kube_s if kai_s and kube_s else None, 2),
+              2 * args.groups, args.groups, figure(frac["seconds"]), peak["whole"],
               p50(last[3]["stages"], "pod-grouper"), p50(last[3]["stages"], "scheduler"), p50(last[3]["stages"], "binder"),
               p50(last[3]["stages"], "kwok Running"), p50(frac["reservation_stages"], "reservation app: GPU")))
     return 1 if failed else 0
