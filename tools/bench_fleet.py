@@ -32,7 +32,7 @@ reservation_p50_s a group's reservation pod from Running to its GPU annotated). 
 check of the fractional fill fails or a fill does not finish in --timeout seconds.
 
 usage: python tools/bench_fleet.py [--nodes 64] [--groups 64] [--request-mib 20000] [--timeout 600]
-                                   [--sweep [--sweep-groups 32]] [--fractions-only] [--svg PATH] [--keep]   (make bench-fleet)
+                                   [--sweep [--sweep-groups 32]] [--no-queues] [--fractions-only] [--svg PATH] [--keep]   (make bench-fleet)
 """
 
 import argparse
@@ -434,6 +434,7 @@ def main():
     parser.add_argument("--sweep", action="store_true", help="at --nodes nodes, fill through KAI again with the binder's limits and "
                         "the scheduler's cycle of each point of the sweep")
     parser.add_argument("--sweep-groups", type=int, default=32, help="GPU groups of each sweep point's fractional fill")
+    parser.add_argument("--no-queues", action="store_true", help="leave out the queues at scale")
     parser.add_argument("--fractions-only", action="store_true", help="bring up --nodes nodes and run only the fractional fill")
     parser.add_argument("--svg", default=os.path.join(ROOT, ".cache", "bench-fleet.svg"), help="where to write the picture")
     parser.add_argument("--keep", action="store_true", help="leave the cluster up (take it down with playbooks/cleanup.yml)")
@@ -467,7 +468,7 @@ def main():
         if args.fractions_only:
             print("the sim with %d GPU nodes (%d GPUs) ..." % (args.nodes, gpus), flush=True)
             fleet.up(args.nodes)
-        else:
+        elif not args.no_queues:
             print("queues at scale: %s and %s ask for every GPU ..." % (QUEUE_A, QUEUE_B), flush=True)
             queues = queues_at_scale(fleet, gpus, args.timeout)
         baseline = memory_mib(sim_pids(fleet.simdir))
