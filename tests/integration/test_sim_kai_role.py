@@ -107,13 +107,27 @@ def test_client_limits_or_a_cycle_that_are_not_valid_are_refused(kube, sim_clust
     assert "kai-scheduler" not in namespaces(kube)
 
 
+# a fake program that writes its arguments to a file and answers on :8080 (the scheduler's and the binder's health port)
+RECORD_AND_SERVE = """import http.server, sys
+with open(%r, "w") as handle:
+    handle.write("\\n".join(sys.argv[1:]))
+class Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"ok")
+http.server.HTTPServer(("", 8080), Answer).serve_forever()
+"""
+
+
 def test_the_binders_client_limits_and_the_schedulers_cycle_reach_their_command_lines(sim_cluster, tmp_path):
-    record = "import sys, time; open(%r, 'w').write('\\n'.join(sys.argv[1:])); time.sleep(600)"
-    bins = fake_bin(str(tmp_path / "bin"), scheduler=record % str(tmp_path / "scheduler.args"), binder=record % str(tmp_path / "binder.args"))
-    run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins, sim_kai_wait_timeout=3, sim_kai_binder_qps=500,
-                           sim_kai_binder_burst=2000, sim_kai_schedule_period="250ms", sim_kai_scheduler_qps=400,
-                           sim_kai_scheduler_burst=900), playbook=PLAYBOOK)
-    # the fakes serve no health endpoint, so the role fails once it waits for them; they have started by then
+    bins = fake_bin(str(tmp_path / "bin"), scheduler=RECORD_AND_SERVE % str(tmp_path / "scheduler.args"),
+                    binder=RECORD_AND_SERVE % str(tmp_path / "binder.args"))
+    done = run_playbook(role_vars(sim_cluster, tmp_path, sim_kai_bin_dir=bins, sim_kai_wait_timeout=10, sim_kai_binder_qps=500,
+                                  sim_kai_binder_burst=2000, sim_kai_schedule_period="250ms", sim_kai_scheduler_qps=400,
+                                  sim_kai_scheduler_burst=900), playbook=PLAYBOOK)
+    # the scheduler and the binder start and answer; the fake admission does not, so the role stops them all and fails
+    assert done.returncode != 0 and "admission" in done.stdout, done.stdout[-3000:]
     with open(str(tmp_path / "binder.args")) as handle:
         binder = handle.read().splitlines()
     with open(str(tmp_path / "scheduler.args")) as handle:
