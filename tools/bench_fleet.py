@@ -348,13 +348,9 @@ def sim_pids(workdir, under=None):
     return found
 
 
-def seconds(value, digits=1):
-    return ("%%.%df" % digits) % value if value is not None else "-"
-
-
-def figure(value, digits=1):
-    """A figure of the last line: nan when it was not measured."""
-    return ("%%.%df" % digits) % value if value is not None else "nan"
+def seconds(value, digits=1, missing="-"):
+    """A figure for the tables ("-" when it was not measured; the last line passes missing="nan")."""
+    return ("%%.%df" % digits) % value if value is not None else missing
 
 
 def print_stages(title, rows):
@@ -556,8 +552,9 @@ def main():
     kai_s, kube_s = last[3]["seconds"], last[4]["seconds"]
     print("bench-fleet nodes=%d gpus=%d kai_fill_s=%s kube_fill_s=%s ratio=%s frac_pods=%d frac_groups=%d frac_fill_s=%s rss_mib=%d "
           "podgrouper_p50_s=%s scheduler_p50_s=%s binder_p50_s=%s running_p50_s=%s reservation_p50_s=%s" % (
-              last[0], last[1], figure(kai_s), figure(kube_s), figure(kai_s / kube_s if kai_s and kube_s else None, 2),
-              2 * args.groups, args.groups, figure(frac["seconds"]), peak["whole"],
+              last[0], last[1], seconds(kai_s, missing="nan"), seconds(kube_s, missing="nan"),
+              seconds(kai_s / kube_s if kai_s and kube_s else None, 2, "nan"), 2 * args.groups, args.groups,
+              seconds(frac["seconds"], missing="nan"), peak["whole"],
               p50(last[3]["stages"], "pod-grouper"), p50(last[3]["stages"], "scheduler"), p50(last[3]["stages"], "binder"),
               p50(last[3]["stages"], "kwok Running"), p50(frac["reservation_stages"], "reservation app: GPU")))
     return 1 if failed else 0
