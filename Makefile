@@ -11,10 +11,11 @@ CACHE := $(CURDIR)/.cache
 COLLECTIONS := $(CACHE)/collections
 K8S_CORE := $(COLLECTIONS)/ansible_collections/kubernetes/core
 SELF_LINK := $(COLLECTIONS)/ansible_collections/gpulab/kai_hami
-SIM_BIN := roles/sim_cluster/files/sim-bin
-# Binaries of the sim platform, built from Go modules, in a directory keyed by their versions:
-# build.sh names it (in a checkout, .cache/sim-bin/<versions>/bin), for make and the roles alike.
-export SIM_BIN_DIR := $(shell $(SIM_BIN)/build.sh --print-bin-dir)
+# The programs the collection runs without a registry, built from Go modules (the local_build role's
+# build.sh) into a directory keyed by the versions of versions.env, the collection's one table of
+# versions (in a checkout, .cache/sim-bin/<versions>/bin), for make and the roles alike.
+BUILD_SH := roles/local_build/files/build.sh
+export SIM_BIN_DIR := $(shell $(BUILD_SH) --print-bin-dir)
 TEST_ROOT := $(CACHE)/ansible-test/ansible_collections
 TEST_TREE := $(TEST_ROOT)/gpulab/kai_hami
 # ansible-test installs its own pinned sanity tools; they get a venv of their own.
@@ -137,7 +138,7 @@ node-packages: ## Install the Debian packages the sim's real node needs (as root
 	else echo "node-packages: installing $$missing with apt-get (as root)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
 sim-bin: node-packages ## Build the sim platform's binaries from Go modules (warm: seconds)
-	$(SIM_BIN)/build.sh
+	$(BUILD_SH)
 
 pytest: collections sim-bin ## Unit and integration tests (a shared sim cluster), then the lab end to end (Molecule's sim scenarios)
 	pytest tests/unit tests/integration

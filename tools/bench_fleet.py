@@ -119,7 +119,7 @@ class Fleet(object):
         queues = [{"name": "fleet-root", "resources": {"gpu": {"quota": -1, "limit": -1, "over_quota_weight": 1}}},
                   gpu_queue(FILL_QUEUE, 0)] + [gpu_queue(name, quota) for name, quota in sorted(queue_quotas(nodes * 8).items())]
         return self._play(dict(
-            sim_cluster_state="present", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir,
+            sim_cluster_state="present", sim_cluster_name=self.name, sim_cluster_workdir=self.simdir, sim_cluster_node_runtime="kwok",
             sim_cluster_kubeconfig=self.kubeconfig, sim_cluster_gpu_profile=PROFILE, sim_cluster_nodes=self.node_names(nodes),
             sim_cluster_kube_scheduler=True, sim_kai_nvml_stand_in=True, sim_kai_queues=queues, **dict(KAI_DEFAULTS, **(kai or {}))))
 

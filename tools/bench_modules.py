@@ -61,6 +61,7 @@ def main():
         os.environ["K8S_AUTH_KUBECONFIG"] = kubeconfig
         cluster = dict(
             sim_cluster_name="bench",
+            sim_cluster_node_runtime="kwok",
             sim_cluster_workdir=os.path.join(workdir, "sim"),
             sim_cluster_kubeconfig=kubeconfig,
             sim_cluster_nodes=["bench-control-plane"] + ["bench-gpu-%d" % n for n in range(args.nodes)],

@@ -1,6 +1,6 @@
 """KAI's own end-to-end suites against a sim cluster, with a report that counts every spec.
 
-Builds the sim (roles/sim_cluster/files/sim-bin/build.sh), reads the KAI version built and its list,
+Builds the sim (roles/local_build/files/build.sh), reads the KAI version of the table (versions.env) and its list,
 tests/kai_e2e/kai-<version>.yml, checks that the list names every Ginkgo suite of KAI's module,
 builds the suites as Ginkgo test binaries from KAI's Go module (build.sh, KAI_E2E_SUITES: ``go test
 -c``, the same module resolution as the sim's programs), lists every spec of each with
@@ -39,9 +39,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kai_e2e_report as report  # noqa: E402  (a tool beside this one)
 
 ROOT = report.ROOT
+sys.path.insert(0, os.path.join(ROOT, "plugins", "plugin_utils"))
+import versions  # noqa: E402  (the collection's table of versions, plugins/plugin_utils/versions.py)
+
 BIN = os.path.dirname(sys.executable)
-SIM_BIN = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin")
-BUILD = os.path.join(SIM_BIN, "build.sh")
+BUILD = os.path.join(ROOT, "roles", "local_build", "files", "build.sh")
 CLUSTER = "kai-e2e"
 RESERVATIONS = "kai-resource-reservation"
 REAL_NODE = "a real node: kubelet, containerd, NVIDIA's device plugin on the nvml-mock stand-in"
@@ -51,11 +53,9 @@ def binary_name(suite):
     return "kai-e2e/%s.test" % suite.replace("/", "-")
 
 
-def build(suites, version=None):
+def build(suites):
     """Build the sim and the suites' test binaries: (bin dir, seconds, {suite: why it did not build})."""
     env = dict(os.environ, KAI_E2E_SUITES=" ".join(suites))
-    if version:
-        env["KAI_VERSION"] = version
     started = time.monotonic()
     done = subprocess.run([BUILD], env=env, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
@@ -69,22 +69,14 @@ def build(suites, version=None):
     return done.stdout.splitlines()[-1], seconds, not_built
 
 
-def kai_version(bin_dir):
-    """The KAI version the sim's programs were built from (kai-crds --version)."""
-    out = subprocess.run([os.path.join(bin_dir, "kai-crds"), "--version"], capture_output=True, text=True, check=False).stdout
-    found = re.match(r"kai-crds \S+ (v\S+)", out)
-    if not found:
-        sys.exit("%s/kai-crds --version printed no KAI version: %r" % (bin_dir, out))
-    return found.group(1)
+def kai_version():
+    """The KAI version the sim builds (versions.env's KAI_BUILD_VERSION)."""
+    return versions.read()["KAI_BUILD_VERSION"]
 
 
 def module_dir(version):
-    """KAI's module source of a version in Go's module cache, by the module path versions.env gives it."""
-    with open(os.path.join(SIM_BIN, "versions.env")) as handle:
-        rows = re.findall(r"^KAI_ROW_\d+=(v[^|\s]+)\|([^|\s]+)\|", handle.read(), re.M)
-    path = dict(rows).get(version)
-    if not path:
-        sys.exit("KAI %s is no row of %s/versions.env" % (version, SIM_BIN))
+    """KAI's module source in Go's module cache, under the module path versions.env gives it (KAI_BUILD_MODULE)."""
+    path = versions.read()["KAI_BUILD_MODULE"]
     cache = subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip()
     escaped = re.sub(r"[A-Z]", lambda upper: "!" + upper.group(0).lower(), path)
     return os.path.join(cache, "%s@%s" % (escaped, version))
@@ -204,7 +196,7 @@ def main():
         return reclassify(args.report_dir)
 
     bin_dir, build_s = build([])[:2]
-    version = kai_version(bin_dir)
+    version = kai_version()
     try:
         spec = report.load(report.list_path(version))
         report.check_covers(spec, module_dir(version))
@@ -218,7 +210,7 @@ def main():
     excluded = [] if args.gate or args.suite else list(spec.get("excluded_suites") or [])
     scope = "the gate's suites" if args.gate else "the suites asked for" if args.suite else "every suite of KAI's e2e module"
     if args.build_only:
-        bin_dir, more_s, not_built = build([entry["suite"] for entry in suites + excluded], version)
+        bin_dir, more_s, not_built = build([entry["suite"] for entry in suites + excluded])
         print("KAI %s: %d suites' test binaries in %s/kai-e2e, built in %.0f s%s" % (
             version, len(suites + excluded) - len(not_built), bin_dir, build_s + more_s,
             "".join("; %s: %s" % item for item in sorted(not_built.items()))))
@@ -228,7 +220,7 @@ def main():
     for sub in ("junit", "logs", "inventory"):
         os.makedirs(os.path.join(args.report_dir, sub))
 
-    bin_dir, more_s, not_built = build([entry["suite"] for entry in suites + excluded], version)
+    bin_dir, more_s, not_built = build([entry["suite"] for entry in suites + excluded])
     build_s += more_s
     work = tempfile.mkdtemp(prefix="kai-e2e-")
     specs = {}

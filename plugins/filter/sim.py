@@ -9,8 +9,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read as read_versions
+
 REQUIRED = ("name", "namespace", "container", "process", "node", "log_file", "health_url", "command", "stand_in")
-IMAGE = "sim.gpulab.kai-hami/local-process"
+
+
+def image():
+    """The placeholder pods' image (a name among the images built locally; kwok runs nothing in them)."""
+    return read_versions()["LOCAL_IMAGE_REGISTRY"] + "/local-process"
 
 
 def sim_placeholder(placeholder):
@@ -32,7 +38,7 @@ def sim_placeholder(placeholder):
     if placeholder.get("kai_version"):
         annotations["gpulab.kai-hami/kai-version"] = str(placeholder["kai_version"])
     spec = {"nodeName": str(placeholder["node"]), "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": str(placeholder["container"]), "image": IMAGE}]}
+            "containers": [{"name": str(placeholder["container"]), "image": image()}]}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpulab.kai_hami contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""KAI Scheduler v0.17.0 arithmetic and log parsing, in plain Python.
+"""KAI Scheduler's arithmetic and log parsing, in plain Python (the same code in the KAI versions the collection runs).
 
 Each function mirrors one piece of KAI's Go code so that playbooks and tests compute the
 values KAI will produce (e.g. the 0.51 fraction of the lab) instead of typing them in:

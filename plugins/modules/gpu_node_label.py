@@ -28,7 +28,7 @@ description:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpulab.kai_hami.kube_error
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 attributes:
   check_mode:
     support: full
@@ -36,8 +36,6 @@ attributes:
   diff_mode:
     support: full
     details: Shows the GPU labels of each changed node before and after.
-  platform:
-    platforms: posix
 options:
   nodes:
     description:
@@ -70,7 +68,7 @@ options:
   product:
     description:
       - GPU product name, written as GPU feature discovery writes it (spaces become C(-)).
-        Left unchanged when omitted. KAI v0.17.0 does not read it.
+        Left unchanged when omitted. KAI's scheduler does not read it.
     type: str
   count:
     description:
@@ -356,7 +354,7 @@ def main():
     if any(MEMORY_LABEL in r["changes"] for r in results) and kai_scheduler_running(service):
         module.warn(
             "%s changed while KAI is running (Deployment %s exists). The lab's Step 3 says KAI caches "
-            "per-GPU memory when it first sees a node, so labels must come first; KAI v0.17.0's code "
+            "per-GPU memory when it first sees a node, so labels must come first; KAI's scheduler "
             "re-reads node labels every scheduling cycle. If gpu-memory pods stay Pending with "
             "'GPU memory', check the label value first." % (MEMORY_LABEL, KAI_SCHEDULER_DEPLOYMENT)
         )

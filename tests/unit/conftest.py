@@ -41,25 +41,38 @@ def run_module(capsys, monkeypatch):
     return run
 
 
+# The files the "defined once" guards read, in every language of the collection, and how each
+# marks a comment (a comment may name a fact; code may not restate it).
+TYPED_TOPS = ("roles", "playbooks", "molecule", "plugins", "tools")
+TYPED_COMMENTS = {".yml": ("#",), ".yaml": ("#",), ".j2": ("#", "{#"), ".py": ("#",), ".sh": ("#",), ".go": ("//",),
+                  ".c": ("/*", "*", "//"), ".env": ("#",), "Makefile": ("#",)}
+
+
 @pytest.fixture
 def typed_again():
-    """``typed_again(regex)``: the lines of the roles', playbooks' and scenarios' YAML and templates
-    (not comments, not the argument specs, which document defaults) that match ``regex``, as
-    ``path:line: text``; the guard that a fact defined once is not written out again."""
+    """``typed_again(regex, allowed={})``: the lines of the roles', playbooks', scenarios', plugins' and
+    tools' YAML, templates, Python, shell, Go and C files and Makefiles (not comments, not the argument
+    specs, which document defaults) that match ``regex``, as ``path:line: text``, except in the files
+    ``allowed`` names ({path regex: why that file states it}); the guard that a fact defined once is
+    not written out again."""
     import re
 
-    def find(regex):
+    def find(regex, allowed=None):
         pattern = re.compile(regex)
         typed = []
-        for top in ("roles", "playbooks", "molecule"):
+        for top in TYPED_TOPS:
             for directory, _dirs, files in os.walk(os.path.join(ROOT, top)):
                 for name in sorted(files):
-                    if not name.endswith((".yml", ".yaml", ".j2")) or name == "argument_specs.yml":
+                    kind = "Makefile" if name == "Makefile" else os.path.splitext(name)[1]
+                    if kind not in TYPED_COMMENTS or name == "argument_specs.yml":
                         continue
                     path = os.path.join(directory, name)
-                    with open(path) as handle:
+                    relative = os.path.relpath(path, ROOT)
+                    if any(re.fullmatch(where, relative) for where in allowed or {}):
+                        continue
+                    with open(path, errors="replace") as handle:
                         for number, line in enumerate(handle, 1):
-                            if pattern.search(line) and not re.match(r"\s*(#|\{#)", line):
-                                typed.append("%s:%d: %s" % (os.path.relpath(path, ROOT), number, line.strip()))
+                            if pattern.search(line) and not line.lstrip().startswith(TYPED_COMMENTS[kind]):
+                                typed.append("%s:%d: %s" % (relative, number, line.strip()))
         return typed
     return find

@@ -15,7 +15,12 @@ def test_no_role_playbook_or_scenario_types_the_isolators_derived_names_again(ty
     """Outside comments (and the argument specs, which document them), the names the isolator's chart
     derives from its release, and the volume its webhook injects, appear in no YAML or template."""
     names = set(isolator_parts().values()) | {ISOLATOR_VGPU_VOLUME}
-    typed = typed_again(r"(?<![-\w])(%s)(?![-\w])" % "|".join(re.escape(name) for name in sorted(names)))
+    stated = {
+        r"plugins/module_utils/kai_parts\.py": "their definition",
+        r"plugins/modules/lab_claim\.py": "its documented default (validate-modules checks it is the argument spec's, kai_parts' constant)",
+        r"roles/sim_isolator/files/isolator_standin\.py": "the stand-in runs in its own image; the test below checks it injects kai_parts' volume",
+    }
+    typed = typed_again(r"(?<![-\w])(%s)(?![-\w])" % "|".join(re.escape(name) for name in sorted(names)), stated)
     assert typed == [], "\n".join(typed)
 
 

@@ -16,6 +16,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read as read_versions
+
 UNIT_DIR = os.path.dirname(__file__)
 ROOT = os.path.abspath(os.path.join(UNIT_DIR, "..", ".."))
 KUBERNETES_VERSION = "1.35.0"
@@ -98,14 +100,15 @@ def test_kind_config_pins_the_node_image_by_digest(rendered):
     (config,) = rendered["kind_cluster/kind-config.yaml"]
     assert config["apiVersion"] == "kind.x-k8s.io/v1alpha4" and config["kind"] == "Cluster"
     images = [node["image"] for node in config["nodes"]]
-    assert images == [defaults("kind_cluster")["kind_cluster_node_image"]]
+    assert images == [read_versions()["KIND_UPSTREAM_NODE_IMAGE"]]
     assert "@sha256:" in images[0] and len(images[0].split("@sha256:")[1]) == 64
 
 
 def test_nvml_mock_values_pin_the_image_and_profile(rendered):
     (values,) = rendered["nvml_mock/values.yaml"]
     role = defaults("nvml_mock")
-    assert values["image"] == {"repository": role["nvml_mock_image_repository"], "tag": str(role["nvml_mock_image_tag"]), "pullPolicy": "IfNotPresent"}
+    table = read_versions()
+    assert values["image"] == {"repository": table["NVML_MOCK_IMAGE"], "tag": table["NVML_MOCK_IMAGE_TAG"], "pullPolicy": "IfNotPresent"}
     assert values["image"]["tag"] != "latest"
     # count "" means the profile's own device list (8 for a100); the chart's schema allows "" or 1-64
     assert values["gpu"] == {"profile": role["nvml_mock_profile"], "count": ""}
@@ -118,10 +121,10 @@ def test_kai_values_turn_on_gpu_sharing_and_hamicore(rendered):
 
 def test_isolator_values_pin_the_image_and_keep_the_vgpu_path(rendered):
     (values,) = rendered["kai_resource_isolator/values.yaml"]
-    role = defaults("kai_resource_isolator")
-    assert values["image"] == {"tag": role["kai_resource_isolator_image_tag"]} and values["image"]["tag"] != "latest"
-    # chart 1.1.0-chart is released with image v1.1.0 (its release job writes the tag)
-    assert values["image"]["tag"] == "v" + role["kai_resource_isolator_chart_version"][: -len("-chart")]
+    table = read_versions()
+    assert values["image"] == {"tag": table["ISOLATOR_IMAGE_TAG"]} and values["image"]["tag"] != "latest"
+    # chart X.Y.Z-chart is released with image vX.Y.Z (its release job writes the tag)
+    assert values["image"]["tag"] == "v" + table["ISOLATOR_CHART_VERSION"][: -len("-chart")]
     assert values["monitor"] == {"enabled": True}
     assert values["paths"] == {"containerVgpuMount": "/usr/local/vgpu"}
 
@@ -148,7 +151,7 @@ def test_sim_nodes_take_allocatable_and_labels_from_their_own_profile(rendered):
 
 
 def test_the_real_nodes_kubelet_has_no_anonymous_access_and_listens_on_its_own_address(rendered):
-    kubelet = rendered["sim_node/kubelet.yaml"][0]
+    kubelet = rendered["kubelet_node/kubelet.yaml"][0]
     cidr = "10.244.%d.0/24" % (int(hashlib.sha256(b"kai-hami-test").hexdigest()[:8], 16) % 250 + 1)
     assert kubelet["podCIDR"] == cidr
     assert kubelet["address"] == cidr.replace(".0/24", ".1") and kubelet["healthzBindAddress"] == "127.0.0.1"

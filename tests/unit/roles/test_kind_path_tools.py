@@ -17,11 +17,12 @@ import pytest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-from simtools import ROOT, run_playbook  # noqa: E402  pylint: disable=wrong-import-position
+from simtools import run_playbook  # noqa: E402  pylint: disable=wrong-import-position
 
-HELM_VERSION = yaml.safe_load(open(os.path.join(ROOT, "roles", "helm_binary", "defaults", "main.yml")))["helm_binary_version"]
-KIND_DEFAULTS = yaml.safe_load(open(os.path.join(ROOT, "roles", "kind_cluster", "defaults", "main.yml")))
-KIND_VERSION = KIND_DEFAULTS["kind_cluster_version"]
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read  # noqa: E402  pylint: disable=wrong-import-position
+
+HELM_VERSION = read()["HELM_VERSION"]
+KIND_VERSION = read()["KIND_VERSION"]
 # A PATH with the shell tools the roles run (uname, df) but neither helm, kind nor go.
 BARE_PATH = "/usr/bin:/bin"
 
@@ -176,7 +177,7 @@ def test_kind_on_path_below_the_range_is_refused_and_the_pinned_one_installed(tm
     done = run_kind_binary(tmp_path, "%s:%s" % (path_dir, BARE_PATH), kind_cluster_bin_dir=str(bin_dir), kind_cluster_download_base=base,
                            kind_cluster_platform="linux-amd64", kind_cluster_release_sha256={KIND_VERSION: {"linux-amd64": sha}})
     assert done.returncode == 0, done.stdout[-3000:]
-    minimum = KIND_DEFAULTS["kind_cluster_path_version_min"]
+    minimum = KIND_VERSION  # kind_cluster_path_version_min: the pinned kind
     assert "kind v0.20.0 on PATH is outside the supported range (>= %s, < v1.0.0)" % minimum in done.stdout, done.stdout[-3000:]
     assert (bin_dir / "kind").exists()
 

@@ -8,7 +8,7 @@ import sys
 import tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-WRITER = os.path.join(ROOT, "roles", "sim_node", "files", "oci_image.py")
+WRITER = os.path.join(ROOT, "roles", "local_build", "files", "oci_image.py")
 
 
 def write(tmp_path, out, *extra, name="sim.example/tool:1.0"):

@@ -99,7 +99,7 @@ def test_the_default_profile_is_named_in_its_errors():
 
 def test_mock_gpu_uuids_are_the_nvml_stand_ins_own_defaults():
     """The roles' UUIDs and the C library's default (its snprintf format) name the same GPUs."""
-    source = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "sim_cluster", "files", "sim-bin", "nvml-stand-in", "nvml_stand_in.c")
+    source = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "nvml_mock", "files", "nvml_stand_in.c")
     with open(source) as handle:
         fmt = re.search(r'snprintf\(uuids\[i\], sizeof uuids\[0\], "([^"]+)", i\)', handle.read()).group(1)
     assert gpulab_mock_gpu_uuids(3) == [fmt.replace("%02d", "%02d" % i) for i in range(3)]

@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
-# Build the binaries of the offline Kubernetes control plane used by the simulator
-# (kube-apiserver, kube-controller-manager, kube-scheduler, etcd, kwok, kwokctl, kwok-stages,
-# kai-crds) and KAI-scheduler's programs (kai-scheduler, kai-binder, kai-admission,
-# kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller, kai-resourcereservation,
-# kai-operator; and kai-chart, KAI's Helm chart read from its module), the real
-# node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI plugins
-# cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes' pause)
-# from Go modules only (pause from the C file in Kubernetes' module), and our NVML stand-in library
-# (nvml-stand-in/libnvidia-ml.so.1, from C),
-# into a cache directory keyed by the versions pinned in
-# roles/sim_cluster/files/sim-bin/versions.env.  Nothing prebuilt is ever downloaded: Go
-# modules come from GOPROXY and are checked against the committed go.sum files
-# (GOTOOLCHAIN=local, so no Go toolchain is downloaded either).
+# Build the programs the collection runs without a registry, from Go modules only (and two small C
+# files): the sim's control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd,
+# kwok, kwokctl, kwok-stages, kai-crds), KAI-scheduler's programs (kai-scheduler, kai-binder,
+# kai-admission, kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller,
+# kai-resourcereservation, kai-operator; and kai-chart, KAI's Helm chart read from its module), the
+# real node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI
+# plugins cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes'
+# pause from the C file in Kubernetes' module) and the collection's NVML stand-in library
+# (nvml-stand-in/libnvidia-ml.so.1, from roles/nvml_mock/files/nvml_stand_in.c), into a cache
+# directory keyed by the versions of the collection's table (versions.env at its root). Nothing
+# prebuilt is ever downloaded: Go modules come from GOPROXY and are checked against the committed
+# go.sum files (GOTOOLCHAIN=local, so no Go toolchain is downloaded either).
 #
 # Usage:
-#   roles/sim_cluster/files/sim-bin/build.sh                 build what is missing, reuse the rest
-#   roles/sim_cluster/files/sim-bin/build.sh --sync          after bumping versions.env: regenerate the
-#                                          wrapper modules' go.mod/go.sum (then commit)
-#   roles/sim_cluster/files/sim-bin/build.sh --print-bin-dir print the bin dir and exit (the newest KAI
-#                                          already built, else the one a build would choose)
+#   roles/local_build/files/build.sh                 build what is missing, reuse the rest
+#   roles/local_build/files/build.sh --sync          after a version of the table changed: regenerate the
+#                                                    wrapper modules' go.mod/go.sum (then commit)
+#   roles/local_build/files/build.sh --print-bin-dir print the bin dir and exit (never asks the network)
 #
 # Environment:
 #   SIM_BIN_DIR    output dir (default $SIM_BIN_ROOT/<key>/bin)
@@ -29,7 +27,6 @@
 #   SIM_BIN_FORCE  1 = rebuild even if the cached binary reports the right version
 #   SIM_BIN_GOGC   the Go compiler's and linker's GOGC (default 400: they collect garbage less often,
 #                  which makes a cold build about 15% faster for about 40% more memory; 100 is Go's own)
-#   KAI_VERSION    build this row of versions.env's KAI table instead of the first served one
 #   KAI_E2E_SUITES also build these of KAI's own end-to-end suites (packages under KAI's
 #                  test/e2e/suites, e.g. "allocate/quota api/events", and "scale" for test/e2e/scale;
 #                  space separated) as Ginkgo test binaries, `go test -c`, into
@@ -40,7 +37,10 @@
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-VERSIONS_ENV="${SCRIPT_DIR}/versions.env"
+# roles/local_build/files -> the collection's root, where its table of versions is
+COLLECTION_ROOT="$(cd "${SCRIPT_DIR}/../../.." && pwd -P)"
+ROLES_DIR="${COLLECTION_ROOT}/roles"
+VERSIONS_ENV="${COLLECTION_ROOT}/versions.env"
 
 die() { echo "build.sh: $*" >&2; exit 1; }
 
@@ -53,7 +53,7 @@ case "${1:-}" in
   *) die "unknown argument: $1 (see --help)" ;;
 esac
 
-# --- pinned versions --------------------------------------------------------
+# --- the table's versions -----------------------------------------------------
 [[ -f "${VERSIONS_ENV}" ]] || die "missing ${VERSIONS_ENV}"
 while IFS= read -r line || [[ -n "${line}" ]]; do
   line="${line%%$'\r'}"
@@ -61,93 +61,35 @@ while IFS= read -r line || [[ -n "${line}" ]]; do
   [[ "${line}" =~ ^([A-Z][A-Z0-9_]*)=([^[:space:]]*)$ ]] || die "versions.env: bad line: ${line}"
   printf -v "${BASH_REMATCH[1]}" '%s' "${BASH_REMATCH[2]}"
 done < "${VERSIONS_ENV}"
-for v in K8S_VERSION ETCD_VERSION KWOK_VERSION CONTAINERD_VERSION RUNC_VERSION CNI_PLUGINS_VERSION CRI_TOOLS_VERSION DEVICE_PLUGIN_VERSION; do
+for v in K8S_VERSION ETCD_VERSION KWOK_VERSION KAI_BUILD_VERSION CONTAINERD_VERSION RUNC_VERSION CNI_PLUGINS_VERSION CRI_TOOLS_VERSION DEVICE_PLUGIN_VERSION; do
   [[ -n "${!v:-}" ]] || die "${v} is not set in versions.env"
   [[ "${!v}" =~ ^v[0-9]+\.[0-9]+\.[0-9]+ ]] || die "${v}=${!v} is not a vX.Y.Z version"
 done
+[[ -n "${KAI_BUILD_MODULE:-}" ]] || die "KAI_BUILD_MODULE is not set in versions.env"
 
-# --- KAI: the first row of the table whose version the Go module proxy serves --------
-KAI_ROWS=()
-for n in $(seq 1 9); do
-  row="KAI_ROW_${n}"
-  [[ -n "${!row:-}" ]] || continue
-  [[ "${!row}" =~ ^(v[0-9]+\.[0-9]+\.[0-9]+)\|([^|]+)\|([^|]+)$ ]] || die "versions.env: ${row}=${!row} is not <version>|<module path>|<go.mod>"
-  KAI_ROWS+=("${!row}")
-done
-[[ ${#KAI_ROWS[@]} -gt 0 ]] || die "versions.env has no KAI_ROW_<n> lines"
-
-# goproxy_url: the first http(s) entry of GOPROXY (empty when there is none).
-goproxy_url() {
-  local proxy="${GOPROXY:-}"
-  [[ -n "${proxy}" ]] || proxy="$(go env GOPROXY 2>/dev/null || echo https://proxy.golang.org)"
-  tr ',|' '\n' <<<"${proxy}" | grep -E '^https?://' | head -n1 || true
-}
-
-# served MODULE VERSION: does the Go module proxy serve MODULE@VERSION? (0 yes, 1 no, 2 unknown)
-served() {
-  local url; url="$(goproxy_url)"
-  [[ -n "${url}" ]] || return 2
-  python3 - "${url}" "$1" "$2" <<'PY'
-import re, sys, urllib.error, urllib.request
-url, module, version = sys.argv[1:]
-escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
-try:
-    with urllib.request.urlopen("%s/%s/@v/%s.info" % (url.rstrip("/"), escaped, version), timeout=15) as r:
-        sys.exit(0 if r.status == 200 else 1)
-except urllib.error.HTTPError:
-    sys.exit(1)
-except Exception:
-    sys.exit(2)
-PY
-}
+# --- KAI: the version the table pins, from the module path it names ------------------
+# KAI's programs import KAI's own module path; where the table names another path (KAI's old one,
+# where the Go module proxy serves no version under KAI's own), the wrapper replaces KAI's path with it. The wrapper's go.mod is kai/go.mod when it requires the table's version,
+# else kai/go.<version>.mod (build.sh --sync writes it).
+KAI_VERSION="${KAI_BUILD_VERSION}"
+KAI_SOURCE_MODULE="${KAI_BUILD_MODULE}"
+if grep -q "^require github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}\$\|^[[:space:]]github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}\$" "${SCRIPT_DIR}/kai/go.mod" 2>/dev/null; then
+  KAI_MODFILE=go.mod
+else
+  KAI_MODFILE="go.${KAI_VERSION}.mod"
+fi
 
 # One rule for every caller (make, the roles, Molecule, the tests): in a checkout of the collection
 # (a git work tree with its Makefile) the checkout's ignored .cache/sim-bin; in an installed
 # collection the user's cache directory.
-COLLECTION_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../../.." && pwd -P)"
 if [[ -e "${COLLECTION_ROOT}/.git" && -f "${COLLECTION_ROOT}/Makefile" ]]; then
   DEFAULT_BIN_ROOT="${COLLECTION_ROOT}/.cache/sim-bin"
 else
   DEFAULT_BIN_ROOT="${XDG_CACHE_HOME:-${HOME}/.cache}/gpulab-kai-hami/sim-bin"
 fi
 SIM_BIN_ROOT="${SIM_BIN_ROOT:-${DEFAULT_BIN_ROOT}}"
-# The bin dir of a KAI version: keyed by every version it is built from (read from versions.env above).
-# shellcheck disable=SC2153
-bin_dir_of() { echo "${SIM_BIN_ROOT}/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-$1/bin"; }
-
-KAI_VERSION_WANTED="${KAI_VERSION:-}"
-KAI_VERSION="" KAI_SOURCE_MODULE="" KAI_MODFILE="" KAI_CHOICE=""
-kai_pick() { IFS='|' read -r KAI_VERSION KAI_SOURCE_MODULE KAI_MODFILE <<<"$1"; }
-# --print-bin-dir names the newest KAI of the table already built (kai-resourcereservation is the
-# last KAI program a build writes) without asking the Go module proxy: the lab asks on every run,
-# and must neither wait on the network nor change KAI under a running lab. A build asks the proxy.
-if [[ -z "${KAI_VERSION_WANTED}" && "${MODE}" == print && -z "${SIM_BIN_DIR:-}" ]]; then
-  for r in "${KAI_ROWS[@]}"; do
-    if [[ -x "$(bin_dir_of "${r%%|*}")/kai-resourcereservation" ]]; then KAI_VERSION_WANTED="${r%%|*}"; break; fi
-  done
-fi
-if [[ -n "${KAI_VERSION_WANTED}" ]]; then
-  for r in "${KAI_ROWS[@]}"; do [[ "${r%%|*}" == "${KAI_VERSION_WANTED}" ]] && kai_pick "${r}"; done
-  [[ -n "${KAI_VERSION}" ]] || die "KAI_VERSION=${KAI_VERSION_WANTED} is not in versions.env's KAI table (rows: $(printf '%s ' "${KAI_ROWS[@]%%|*}"))"
-  KAI_CHOICE="KAI ${KAI_VERSION} from ${KAI_SOURCE_MODULE} (asked for with KAI_VERSION)"
-else
-  not_served=()
-  for r in "${KAI_ROWS[@]}"; do
-    IFS='|' read -r v m _ <<<"${r}"
-    rc=0; served "${m}" "${v}" || rc=$?
-    if [[ ${rc} == 0 ]]; then
-      kai_pick "${r}"
-      KAI_CHOICE="KAI ${v} from ${m}"
-      [[ ${#not_served[@]} -gt 0 ]] && KAI_CHOICE+=" (the Go module proxy serves no ${not_served[*]})"
-      break
-    fi
-    [[ ${rc} == 2 ]] && { kai_pick "${r}"; KAI_CHOICE="KAI ${v} from ${m} (the Go module proxy did not answer)"; break; }
-    not_served+=("${m} ${v}")
-  done
-  [[ -n "${KAI_VERSION}" ]] || die "the Go module proxy $(goproxy_url) serves none of KAI's versions in versions.env: ${not_served[*]}"
-fi
-
-SIM_BIN_DIR="${SIM_BIN_DIR:-$(bin_dir_of "${KAI_VERSION}")}"
+# The bin dir: keyed by every version it is built from (read from versions.env above).
+SIM_BIN_DIR="${SIM_BIN_DIR:-${SIM_BIN_ROOT}/k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}/bin}"
 if [[ "${MODE}" == print ]]; then echo "${SIM_BIN_DIR}"; exit 0; fi
 
 # --- Go environment ---------------------------------------------------------
@@ -208,6 +150,7 @@ if [[ "${MODE}" == sync ]]; then
        "(keep its replace lines in step with KAI's own go.mod)"
   kai_proxy="$(go env GOPROXY)"
   [[ "${KAI_SOURCE_MODULE}" != github.com/kai-scheduler/KAI-scheduler ]] && kai_proxy="$(kai_local_proxy)"
+  [[ -f "${SCRIPT_DIR}/kai/${KAI_MODFILE}" ]] || cp "${SCRIPT_DIR}/kai/go.mod" "${SCRIPT_DIR}/kai/${KAI_MODFILE}"
   (cd "${SCRIPT_DIR}/kai" \
      && if [[ "${KAI_SOURCE_MODULE}" != github.com/kai-scheduler/KAI-scheduler ]]; then
           go mod edit -modfile="${KAI_MODFILE}" \
@@ -218,7 +161,7 @@ if [[ "${MODE}" == sync ]]; then
      && echo "sync kai  -> go.sum lines for the test dependencies of KAI's e2e suites (make kai-e2e)" \
      && GOPROXY="${kai_proxy}" GOFLAGS=-mod=mod go list -modfile="${KAI_MODFILE}" -e -test -deps \
           github.com/kai-scheduler/KAI-scheduler/test/e2e/suites/... github.com/kai-scheduler/KAI-scheduler/test/e2e/scale >/dev/null)
-  echo "sync done: review and commit roles/sim_cluster/files/sim-bin/*/go.mod and go.sum"
+  echo "sync done: review and commit roles/local_build/files/*/go.mod and go.sum"
   exit 0
 fi
 
@@ -239,7 +182,7 @@ selected() {  # selected NAME -> is NAME to be handled in this run?
 }
 
 # version_ok BIN EXPECTED: does `BIN --version` print a line that is EXPECTED, or
-# EXPECTED followed by a space and more (e.g. "kwok version v0.8.0 go1.26.8 (linux/amd64)")?
+# EXPECTED followed by a space and more (e.g. "kwok version <version> go1.26.8 (linux/amd64)")?
 # EXPECTED "gomod MODULE VERSION" instead checks the module versions Go recorded in BIN
 # (for programs without a --version flag, e.g. KAI's).
 version_ok() {
@@ -276,11 +219,11 @@ check_wrapper() {
   have="$(required_version "${dir}" "${mod}")"
   if [[ "${have}" != "${want}" ]]; then
     echo "build.sh: ${dir#"${SCRIPT_DIR}"/}/go.mod requires ${mod} ${have:-<none>}, versions.env says ${want};" \
-         "run: roles/sim_cluster/files/sim-bin/build.sh --sync" >&2
+         "run: roles/local_build/files/build.sh --sync" >&2
     return 1
   fi
   if [[ ! -s "${dir}/go.sum" ]]; then
-    echo "build.sh: ${dir#"${SCRIPT_DIR}"/}/go.sum is missing; run: roles/sim_cluster/files/sim-bin/build.sh --sync" >&2
+    echo "build.sh: ${dir#"${SCRIPT_DIR}"/}/go.sum is missing; run: roles/local_build/files/build.sh --sync" >&2
     return 1
   fi
 }
@@ -393,9 +336,8 @@ if selected kwok || selected kwokctl || selected kwok-stages; then
 fi
 
 # --- KAI-scheduler ----------------------------------------------------------
-# The kai wrapper module pins KAI with one go.mod per row of the version table (go.mod for
-# the old path's v0.16.0, go.v0.17.0.mod for KAI's own path). It is built from a copy in the
-# cache, so that go.sum lines Go adds (checked against the checksum database) never touch
+# The kai wrapper module pins KAI with one go.mod per version (kai/go.mod, or kai/go.<version>.mod
+# for another version, see above). It is built from a copy in the cache, so that go.sum lines Go adds (checked against the checksum database) never touch
 # the checkout.
 KAI_PROGRAMS=(scheduler binder admission podgrouper podgroupcontroller queuecontroller resourcereservation operator)
 kai_wanted=0
@@ -403,7 +345,7 @@ selected kai-crds && kai_wanted=1
 selected kai-chart && kai_wanted=1
 for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && kai_wanted=1; done
 if [[ "${kai_wanted}" == 1 ]]; then
-  echo "${KAI_CHOICE}" >&2
+  echo "KAI ${KAI_VERSION} from ${KAI_SOURCE_MODULE} (versions.env: KAI_BUILD_VERSION, KAI_BUILD_MODULE)" >&2
   if [[ "${KAI_SOURCE_MODULE}" != github.com/kai-scheduler/KAI-scheduler ]]; then
     GOPROXY="$(kai_local_proxy)"
     export GOPROXY
@@ -412,7 +354,7 @@ if [[ "${kai_wanted}" == 1 ]]; then
   mkdir -p "${kai_mod_dir}"
   kai_modfile="${SCRIPT_DIR}/kai/${KAI_MODFILE}"
   if [[ ! -f "${kai_modfile}" ]]; then
-    echo "build.sh: kai/${KAI_MODFILE} is missing; run: KAI_VERSION=${KAI_VERSION} roles/sim_cluster/files/sim-bin/build.sh --sync" >&2
+    echo "build.sh: kai/${KAI_MODFILE} is missing; run: roles/local_build/files/build.sh --sync" >&2
     FAILED+=(kai)
   else
     cp "${kai_modfile}" "${kai_mod_dir}/go.mod"
@@ -555,7 +497,7 @@ fi
 # libnvidia-ml.so.1 with one device, for the sim's "library_stand_in" boundary mode (KAI's
 # reservation app loads it). Rebuilt when its source changes.
 if selected nvml-stand-in; then
-  src="${SCRIPT_DIR}/nvml-stand-in/nvml_stand_in.c"
+  src="${ROLES_DIR}/nvml_mock/files/nvml_stand_in.c"
   out="${SIM_BIN_DIR}/nvml-stand-in/libnvidia-ml.so.1"
   want="$(sha256sum "${src}" | cut -d' ' -f1)"
   t0="$(date +%s.%N)"

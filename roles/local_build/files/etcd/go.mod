@@ -1,6 +1,6 @@
 // Wrapper module that builds etcd from go.etcd.io/etcd/server/v3 (see main.go).
-// Version pinned in roles/sim_cluster/files/sim-bin/versions.env (ETCD_VERSION); after a bump run
-// roles/sim_cluster/files/sim-bin/build.sh --sync.
+// Version pinned in versions.env (the collection's table) (ETCD_VERSION); after a bump run
+// roles/local_build/files/build.sh --sync.
 
 module sim-bin/etcd
 

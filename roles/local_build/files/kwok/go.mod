@@ -1,6 +1,6 @@
 // Wrapper module that builds kwok and kwokctl from sigs.k8s.io/kwok.
-// Version pinned in roles/sim_cluster/files/sim-bin/versions.env (KWOK_VERSION); after a bump run
-// roles/sim_cluster/files/sim-bin/build.sh --sync.
+// Version pinned in versions.env (the collection's table) (KWOK_VERSION); after a bump run
+// roles/local_build/files/build.sh --sync.
 
 module sim-bin/kwok
 
