@@ -21,7 +21,7 @@ description:
 options:
   _terms:
     description:
-      - Keys to return (C(namespace), C(workloads), C(scheduler_deployment), C(scheduler_name), C(reservation_namespace),
+      - Keys to return (C(namespace), C(workloads), C(scheduler_deployment), C(operator_deployment), C(scheduler_name), C(reservation_namespace),
         C(reservation_service_account), C(reservation_app_label), C(chart_default_queues), C(isolator)).
     type: list
     elements: str

@@ -22,7 +22,8 @@ options:
   _terms:
     description:
       - The parts whose old variables to look for (C(sim_cluster), C(sim_kai), C(sim_node), C(kai_scheduler),
-        C(kai_resource_isolator), C(lab11)).
+        C(kai_resource_isolator), C(lab11), C(nvml_mock)).
+      - C(sim_node), the role renamed C(kubelet_node) in 0.3.0, gives a deprecation warning for the role itself.
     type: list
     elements: str
     required: true
@@ -49,80 +50,19 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 from ansible.utils.display import Display
 
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.renamed import deprecated_messages, renamed_messages
+
 display = Display()
-
-# Variables of 0.1.0 a user may have set, by the part that read them, and what replaces each.
-RENAMED = {
-    "sim_cluster": {
-        "sim_cluster_profile": "sim_cluster_gpu_profile (a profile name such as a100, or a dict of name, product, memory_mib, count)",
-        "sim_cluster_profiles": "sim_cluster_gpu_profile, and a gpu_profile on each node of sim_cluster_nodes",
-        "sim_cluster_gpu_node_name": "sim_cluster_nodes (the first node is the GPU node)",
-        "sim_cluster_extra_gpu_nodes": "sim_cluster_nodes",
-    },
-    "kai_scheduler": {
-        "kai_scheduler_mode": "the sim_kai role on a sim cluster (kai_scheduler installs KAI by its Helm chart on kind and clusters of yours)",
-        "kai_scheduler_sim_mock_nvml": "sim_kai_nvml_stand_in (the sim_kai role)",
-        "kai_scheduler_sim_ports": "sim_kai_ports (the sim_kai role)",
-        "kai_scheduler_reservation_timeout": "sim_kai_reservation_timeout (the sim_kai role)",
-        "kai_scheduler_sim_gpu_name": "kai_scheduler_gpu_profile (its product)",
-        "kai_scheduler_gpu_memory_mib": "kai_scheduler_gpu_profile (its memory_mib)",
-        "kai_scheduler_gpu_product": "kai_scheduler_gpu_profile (its product)",
-        "kai_scheduler_gpu_count": "kai_scheduler_gpu_profile (its count)",
-    },
-    "kai_resource_isolator": {
-        "kai_resource_isolator_mode": "the sim_isolator role on a sim cluster (kai_resource_isolator installs the isolator's chart)",
-        "kai_resource_isolator_sim_port": "sim_isolator_port (the sim_isolator role)",
-    },
-    "lab11": {
-        "lab11_profile": "lab11_gpu_profile",
-        "lab11_profiles": "lab11_gpu_profile, and a gpu_profile on each node of lab11_nodes",
-        "lab11_cleanup_cluster": "playbooks/cleanup.yml's cleanup_keep_cluster (true keeps the cluster)",
-    },
-}
-
-
-# Variables renamed in 0.3.0, by the part that reads them, and their new names: the old name is
-# still read (the role's default of the new one is the old one's value) until 0.5.0.
-DEPRECATED = {
-    "sim_kai": {"sim_kai_mock_nvml": "sim_kai_nvml_stand_in"},
-    "sim_node": {
-        "sim_node_mock_nvml_library": "sim_node_nvml_stand_in_library",
-        "sim_node_mock_nvml_config": "sim_node_nvml_stand_in_config",
-    },
-}
-# Values renamed in 0.3.0, by part and variable: the old value means the new one until 0.5.0.
-DEPRECATED_VALUES = {
-    "lab11": {"lab11_boundary": {"mock_nvml": "library_stand_in"}},
-}
-
-
-def deprecated_messages(parts, variables):
-    """The deprecation message for each variable or value of ``parts`` renamed in 0.3.0 that ``variables`` sets."""
-    messages = ["%s is renamed %s since gpulab.kai_hami 0.3.0" % (old, new)
-                for part in parts for old, new in sorted(DEPRECATED.get(part, {}).items()) if old in variables]
-    for part in parts:
-        for name, values in sorted(DEPRECATED_VALUES.get(part, {}).items()):
-            value = variables.get(name)
-            if isinstance(value, str) and value in values:
-                messages.append("%s=%s is renamed %s=%s since gpulab.kai_hami 0.3.0" % (name, value, name, values[value]))
-    return messages
-
-
-def renamed_messages(parts, defined):
-    """The message for each old variable of ``parts`` among the names ``defined``."""
-    known = set(RENAMED) | set(DEPRECATED) | set(DEPRECATED_VALUES)
-    unknown = [part for part in parts if part not in known]
-    if unknown:
-        raise AnsibleLookupError("renamed_variables knows no %s; it knows %s" % (", ".join(unknown), ", ".join(sorted(known))))
-    return ["%s is gone since gpulab.kai_hami 0.2.0: use %s" % (old, new)
-            for part in parts for old, new in sorted(RENAMED.get(part, {}).items()) if old in defined]
 
 
 class LookupModule(LookupBase):
     """Old variables the play still sets."""
 
     def run(self, terms, variables=None, **kwargs):
-        messages = renamed_messages(terms, set(variables or {}))
+        try:
+            messages = renamed_messages(terms, set(variables or {}))
+        except ValueError as error:
+            raise AnsibleLookupError(str(error))
         for message in deprecated_messages(terms, variables or {}):
             display.deprecated(message, version="0.5.0", collection_name="gpulab.kai_hami")
         return messages

@@ -54,7 +54,7 @@ CLAIMS = {
                 decided_by="{gpus}: node {node}'s allocatable nvidia.com/gpu",
                 parts=("cluster", "node"), waits_on_kai=False, shared_pods=0),
     "C2": Claim(title="KAI installs and runs",
-                decided_by="{kai}: its seven Deployments and their pods",
+                decided_by="{kai}: its Deployments and their pods",
                 parts=("cluster", "agent", "kai"), waits_on_kai=False, shared_pods=0),
     "C3": Claim(title="Queues gate scheduling",
                 decided_by="{kai}: kai-scheduler's event on the probe pod",

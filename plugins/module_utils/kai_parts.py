@@ -12,7 +12,7 @@ __metaclass__ = type
 # KAI's namespace as its chart's docs install it (a release namespace: the roles take another).
 NAMESPACE = "kai-scheduler"
 # The Deployments a KAI install runs in its namespace: kai-operator from the chart, the others
-# from the operator (KAI v0.17.0's operands).
+# from the operator (its operands, the same in KAI's versions the collection runs).
 WORKLOADS = ["admission", "binder", "kai-operator", "kai-scheduler-default", "pod-grouper", "podgroup-controller", "queue-controller"]
 SCHEDULER_DEPLOYMENT = "kai-scheduler-default"
 OPERATOR_DEPLOYMENT = "kai-operator"
@@ -68,6 +68,7 @@ def kai_parts():
         "namespace": NAMESPACE,
         "workloads": list(WORKLOADS),
         "scheduler_deployment": SCHEDULER_DEPLOYMENT,
+        "operator_deployment": OPERATOR_DEPLOYMENT,
         "scheduler_name": SCHEDULER_NAME,
         "reservation_namespace": RESERVATION_NAMESPACE,
         "reservation_service_account": RESERVATION_SERVICE_ACCOUNT,

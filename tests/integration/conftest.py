@@ -40,6 +40,8 @@ def sim_cluster(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("sim"))
     variables = dict(
         sim_cluster_name="itest",
+        # the shared cluster's nodes are kwok's (the tests marked real_node make a real node of their own)
+        sim_cluster_node_runtime="kwok",
         sim_cluster_workdir=workdir,
         sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"),
         sim_cluster_nodes=[GPU_NODE] + ["itest-gpu-%d" % n for n in range(EXTRA_NODES)],

@@ -81,9 +81,9 @@ def run_fqcn(installed, playbook, *args):
 def test_installed_collection_has_the_playbooks_and_roles(installed):
     root = __import__("pathlib").Path(installed.root)
     for path in ("playbooks/lab11.yml", "playbooks/cleanup.yml", "playbooks/vars/lab11.yml", "playbooks/tasks/lab11_setup.yml",
-                 "playbooks/example_team_queues.yml", "roles/sim_cluster/files/sim-bin/build.sh", "roles/kai_scheduler/meta/argument_specs.yml",
+                 "playbooks/example_team_queues.yml", "roles/local_build/files/build.sh", "roles/kai_scheduler/meta/argument_specs.yml",
                  "roles/sim_kai/meta/argument_specs.yml", "roles/sim_isolator/files/isolator_standin.py",
-                 "roles/sim_isolator/files/python_image_files.py", "roles/sim_node/files/oci_image.py",
+                 "roles/sim_isolator/files/python_image_files.py", "roles/local_build/files/oci_image.py", "roles/sim_agent/files/kai_reservation_runner.py",
                  "tools/install_kubernetes_core.py", "versions.env", "requirements.txt", "playbooks/cleanup_caches.yml",
                  "docs/porting.md"):
         assert (root / path).exists(), path

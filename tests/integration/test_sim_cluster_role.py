@@ -29,7 +29,7 @@ from conftest import cluster_pids, listeners_of, run_playbook
 )
 def test_bad_input_fails_before_anything_starts(tmp_path, variables, message):
     workdir = str(tmp_path / "sim")
-    done = run_playbook(dict(dict(sim_cluster_name="bad", sim_cluster_workdir=workdir,
+    done = run_playbook(dict(dict(sim_cluster_name="bad", sim_cluster_workdir=workdir, sim_cluster_node_runtime="kwok",
                                   sim_cluster_kubeconfig=str(tmp_path / "kubeconfig")), **variables))
     assert done.returncode != 0
     assert message in done.stdout, done.stdout[-3000:]
@@ -39,7 +39,7 @@ def test_bad_input_fails_before_anything_starts(tmp_path, variables, message):
 def test_lifecycle_loopback_only_idempotent_and_nothing_left(tmp_path):
     workdir = str(tmp_path / "sim")
     # kwok's Stages as KAI's own e2e suites want them: all of kwok's defaults but pod-complete.
-    variables = dict(sim_cluster_name="lifecycle", sim_cluster_workdir=workdir,
+    variables = dict(sim_cluster_name="lifecycle", sim_cluster_workdir=workdir, sim_cluster_node_runtime="kwok",
                      sim_cluster_kubeconfig=os.path.join(workdir, "kubeconfig"), sim_cluster_pods_complete=False)
     up = run_playbook(variables)
     try:

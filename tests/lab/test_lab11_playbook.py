@@ -21,6 +21,8 @@ import pytest
 import yaml
 from kubernetes import config, dynamic
 
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read as read_versions
+
 from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids, step_succeeded
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -55,14 +57,8 @@ def sim_leaders(workdir, parts=("kai", "kai-resource-isolator", "agent")):
 
 
 def pinned_versions():
-    """The sim's pinned versions (roles/sim_cluster/files/sim-bin/versions.env), by name."""
-    versions = {}
-    with open(os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "versions.env")) as handle:
-        for line in handle:
-            name, sep, value = line.strip().partition("=")
-            if sep and not name.startswith("#"):
-                versions[name] = value
-    return versions
+    """The collection's table of versions (versions.env), by name."""
+    return read_versions()
 
 
 def exec_in(workdir, pod, *command):

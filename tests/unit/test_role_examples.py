@@ -10,6 +10,11 @@ import pytest
 
 from test_roles_documented import ROLES, ROOT, load
 
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.renamed import DEPRECATED_ROLES
+
+# A role renamed in 0.3.0 redirects to its new name, whose README shows the playbook.
+USED = [role for role in ROLES if role not in DEPRECATED_ROLES]
+
 FENCE = re.compile(r"^```yaml\n(.*?)^```", re.M | re.S)
 
 
@@ -18,7 +23,7 @@ def examples(role):
     return [block for block in FENCE.findall(load(role, "README.md")) if re.match(r"- hosts:", block)]
 
 
-@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("role", USED)
 def test_the_readme_shows_a_playbook_using_the_role(role):
     named = re.compile(r"^\s+-? ?(role|name): gpulab\.kai_hami\.%s$" % role, re.M)
     assert [block for block in examples(role) if named.search(block)], \
@@ -35,4 +40,4 @@ def test_every_readme_playbook_passes_the_syntax_check(tmp_path):
     playbook = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
     done = subprocess.run([playbook, "--syntax-check"] + paths, capture_output=True, text=True, check=False, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert len(paths) >= len(ROLES)
+    assert len(paths) >= len(USED)

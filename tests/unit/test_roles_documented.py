@@ -19,8 +19,8 @@ def load(role, *parts, text=False):
 
 
 def test_the_collection_has_the_roles_of_the_design():
-    assert ROLES == ["device_plugin", "helm_binary", "kai_resource_isolator", "kai_scheduler", "kind_cluster", "lab11", "nvml_mock", "sim_cluster",
-                     "sim_isolator", "sim_kai", "sim_node"]
+    assert ROLES == ["device_plugin", "helm_binary", "kai_resource_isolator", "kai_scheduler", "kind_cluster", "kubelet_node", "lab11", "local_build",
+                     "nvml_mock", "sim_agent", "sim_cluster", "sim_isolator", "sim_kai", "sim_node"]
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -45,8 +45,9 @@ def test_spec_defaults_match_the_role_defaults(role):
     for name, spec in options.items():
         if "default" in spec and isinstance(defaults.get(name), (bool, int, float)):
             assert spec["default"] == defaults[name], name
-        if "choices" in spec and name in defaults:
-            assert defaults[name] in spec["choices"], name
+        if "choices" in spec and name in defaults and "{{" not in str(defaults[name]):
+            chosen = defaults[name] if spec.get("type") == "list" else [defaults[name]]
+            assert set(chosen) <= set(spec["choices"]), name
 
 
 def included_roles(role):

@@ -4,7 +4,7 @@ import os
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-SCRIPT = os.path.join(ROOT, "roles", "sim_node", "files", "import_images.sh")
+SCRIPT = os.path.join(ROOT, "roles", "kubelet_node", "files", "import_images.sh")
 
 
 def fake_ctr(tmp_path):

@@ -6,11 +6,11 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path.insert(0, os.path.join(ROOT, "roles", "sim_node", "files"))
+sys.path.insert(0, os.path.join(ROOT, "roles", "kubelet_node", "files"))
 
 import nvidia_runtime_standin as standin  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
-STANDIN = os.path.join(ROOT, "roles", "sim_node", "files", "nvidia_runtime_standin.py")
+STANDIN = os.path.join(ROOT, "roles", "kubelet_node", "files", "nvidia_runtime_standin.py")
 
 
 def spec(env):
@@ -31,7 +31,7 @@ def test_a_container_given_gpus_gets_the_library_and_its_configuration():
     targets = dict((mount["destination"], mount) for mount in allocated["mounts"])
     assert targets[standin.LIBRARY_TARGET]["source"] == "/lib/mock.so" and "ro" in targets[standin.LIBRARY_TARGET]["options"]
     assert targets[standin.CONFIG_TARGET]["source"] == "/conf/mock.conf"
-    assert "MOCK_NVML_CONFIG=" + standin.CONFIG_TARGET in allocated["process"]["env"]
+    assert "NVML_STAND_IN_CONFIG=" + standin.CONFIG_TARGET in allocated["process"]["env"]
     # a second pass adds nothing
     before = json.dumps(allocated, sort_keys=True)
     standin.inject(allocated, "/lib/mock.so", "/conf/mock.conf")

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-SOURCE = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "nvml-stand-in", "nvml_stand_in.c")
+SOURCE = os.path.join(ROOT, "roles", "nvml_mock", "files", "nvml_stand_in.c")
 UUID_BUFFER = 96  # NVML_DEVICE_UUID_V2_BUFFER_SIZE, what go-nvml passes
 GO_NVML_PROBES = [
     "nvmlInit_v2", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetCount_v2",
@@ -77,7 +77,7 @@ print(json.dumps(out))
 
 def test_one_device_with_the_configured_uuid_name_and_memory(library):
     uuid = "GPU-12345678-1234-1234-1234-123456780003"
-    out = probe(library, {"MOCK_NVML_UUID": uuid, "MOCK_NVML_NAME": "NVIDIA A100-SXM4-40GB", "MOCK_NVML_MEMORY_MIB": "40960"})
+    out = probe(library, {"NVML_STAND_IN_UUID": uuid, "NVML_STAND_IN_NAME": "NVIDIA A100-SXM4-40GB", "NVML_STAND_IN_MEMORY_MIB": "40960"})
     assert (out["init"], out["count_rc"], out["count"]) == (0, 0, 1)
     assert out["handle_rc"] == 0 and out["handle_nonzero"]
     assert out["handle_1_rc"] == 2  # NVML_ERROR_INVALID_ARGUMENT: there is one device
@@ -97,7 +97,7 @@ def test_defaults_are_the_a100_profiles_first_gpu(library):
 
 
 def test_a_bad_memory_setting_fails_init(library):
-    assert probe(library, {"MOCK_NVML_MEMORY_MIB": "lots"})["init"] == 999
+    assert probe(library, {"NVML_STAND_IN_MEMORY_MIB": "lots"})["init"] == 999
 
 
 def test_it_exports_every_name_go_nvml_probes_and_the_calls_the_app_makes(library):
@@ -142,7 +142,7 @@ print(json.dumps(out))
     import json
 
     done = subprocess.run([sys.executable, "-c", code, library], capture_output=True, text=True,
-                          env=dict(dict((k, v) for k, v in os.environ.items() if not k.startswith("MOCK_NVML")), **env), check=True)
+                          env=dict(dict((k, v) for k, v in os.environ.items() if not k.startswith(("MOCK_NVML", "NVML_STAND_IN"))), **env), check=True)
     return json.loads(done.stdout)
 
 
@@ -156,7 +156,7 @@ def test_n_devices_from_the_config_file_beside_the_library_with_counted_init(tmp
     (root / "config").mkdir()
     placed = root / "usr" / "lib64" / "libnvidia-ml.so.1"
     placed.write_bytes(open(library, "rb").read())
-    (root / "config" / "nvml-stand-in.conf").write_text("# the a100 profile\nMOCK_NVML_COUNT=8\nMOCK_NVML_DEV_DIR=%s\n" % (tmp_path / "none"))
+    (root / "config" / "nvml-stand-in.conf").write_text("# the a100 profile\nNVML_STAND_IN_COUNT=8\nNVML_STAND_IN_DEV_DIR=%s\n" % (tmp_path / "none"))
     out = devices(str(placed), {})
     assert out["init"] == [0, 0] and out["shutdown"] == 0 and out["count_rc"] == 0  # nested init: still initialised
     assert out["devices"] == [[uuid_of(index), index, 8] for index in range(8)]
@@ -170,23 +170,42 @@ def test_a_container_given_some_device_nodes_sees_only_those(tmp_path, library):
     dev.mkdir()
     for index in (2, 5):
         (dev / ("nvidia%d" % index)).write_text("")
-    out = devices(library, {"MOCK_NVML_COUNT": "8", "MOCK_NVML_DEV_DIR": str(dev)})
+    out = devices(library, {"NVML_STAND_IN_COUNT": "8", "NVML_STAND_IN_DEV_DIR": str(dev)})
     assert out["devices"] == [[uuid_of(2), 2, 8], [uuid_of(5), 5, 8]]
     # every node present, or none: every device is seen
     for index in range(8):
         (dev / ("nvidia%d" % index)).write_text("")
-    assert len(devices(library, {"MOCK_NVML_COUNT": "8", "MOCK_NVML_DEV_DIR": str(dev)})["devices"]) == 8
+    assert len(devices(library, {"NVML_STAND_IN_COUNT": "8", "NVML_STAND_IN_DEV_DIR": str(dev)})["devices"]) == 8
 
 
 def test_uuids_given_are_used_in_order_and_the_environment_wins_over_the_file(tmp_path, library):
     config = tmp_path / "mock.conf"
-    config.write_text("MOCK_NVML_UUIDS=GPU-a,GPU-b,GPU-c\nMOCK_NVML_DEV_DIR=%s\n" % tmp_path)
-    out = devices(library, {"MOCK_NVML_CONFIG": str(config)})
+    config.write_text("NVML_STAND_IN_UUIDS=GPU-a,GPU-b,GPU-c\nNVML_STAND_IN_DEV_DIR=%s\n" % tmp_path)
+    out = devices(library, {"NVML_STAND_IN_CONFIG": str(config)})
     assert [uuid for uuid, minor, cc in out["devices"]] == ["GPU-a", "GPU-b", "GPU-c"]
-    out = devices(library, {"MOCK_NVML_CONFIG": str(config), "MOCK_NVML_UUIDS": "GPU-x,GPU-y"})
+    out = devices(library, {"NVML_STAND_IN_CONFIG": str(config), "NVML_STAND_IN_UUIDS": "GPU-x,GPU-y"})
     assert [uuid for uuid, minor, cc in out["devices"]] == ["GPU-x", "GPU-y"]
 
 
-@pytest.mark.parametrize("setting", [{"MOCK_NVML_COUNT": "0"}, {"MOCK_NVML_COUNT": "65"}, {"MOCK_NVML_COUNT": "two"}])
+@pytest.mark.parametrize("setting", [{"NVML_STAND_IN_COUNT": "0"}, {"NVML_STAND_IN_COUNT": "65"}, {"NVML_STAND_IN_COUNT": "two"}])
 def test_a_bad_count_fails_init(library, setting):
     assert probe(library, setting)["init"] == 999
+
+
+def test_the_names_before_0_3_0_are_read_with_a_warning_and_the_new_names_win(tmp_path, library):
+    """MOCK_NVML_<x> (the file's keys and the environment's) is read as NVML_STAND_IN_<x> until 0.5.0."""
+    config = tmp_path / "old.conf"
+    config.write_text("MOCK_NVML_UUIDS=GPU-a,GPU-b\nMOCK_NVML_DEV_DIR=%s\n" % tmp_path)
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith(("MOCK_NVML", "NVML_STAND_IN")))
+    code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); c = ctypes.c_uint(); lib.nvmlInit_v2(); "
+            "lib.nvmlDeviceGetCount_v2(ctypes.byref(c)); print(c.value)")
+    old = subprocess.run([sys.executable, "-c", code, library], capture_output=True, text=True, check=True,
+                         env=dict(env, MOCK_NVML_CONFIG=str(config)))
+    assert old.stdout.strip() == "2"
+    assert "MOCK_NVML_CONFIG is renamed NVML_STAND_IN_CONFIG" in old.stderr and old.stderr.count("is renamed") == 1
+    both = subprocess.run([sys.executable, "-c", code, library], capture_output=True, text=True, check=True,
+                          env=dict(env, MOCK_NVML_COUNT="3", NVML_STAND_IN_COUNT="5", NVML_STAND_IN_DEV_DIR=str(tmp_path)))
+    assert both.stdout.strip() == "5"
+    new = subprocess.run([sys.executable, "-c", code, library], capture_output=True, text=True, check=True,
+                         env=dict(env, NVML_STAND_IN_COUNT="4", NVML_STAND_IN_DEV_DIR=str(tmp_path)))
+    assert new.stdout.strip() == "4" and new.stderr == ""

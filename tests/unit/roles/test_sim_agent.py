@@ -17,11 +17,11 @@ def load(path, name):
     return module
 
 
-sys.path.insert(0, os.path.join(ROOT, "roles", "sim_cluster", "files"))  # the agent's modules import each other
-cri_log = load("roles/sim_cluster/files/cri_log.py", "cri_log")
-placeholders = load("roles/sim_cluster/files/placeholders.py", "placeholders")
-pod_netns = load("roles/sim_cluster/files/pod_netns.py", "pod_netns")
-runner_module = load("roles/sim_kai/files/kai_reservation_runner.py", "kai_reservation_runner")
+sys.path.insert(0, os.path.join(ROOT, "roles", "sim_agent", "files"))  # the agent's modules import each other
+cri_log = load("roles/sim_agent/files/cri_log.py", "cri_log")
+placeholders = load("roles/sim_agent/files/placeholders.py", "placeholders")
+pod_netns = load("roles/sim_agent/files/pod_netns.py", "pod_netns")
+runner_module = load("roles/sim_agent/files/kai_reservation_runner.py", "kai_reservation_runner")
 
 UUIDS = ["GPU-%d" % i for i in range(3)]
 
