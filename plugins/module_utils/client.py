@@ -74,6 +74,13 @@ except ImportError:
 CLIENT_ERRORS = (ApiException, ResourceNotFoundError, ResourceNotUniqueError, TransportError)
 
 
+def core_v1_api(api_client):
+    """The kubernetes client's CoreV1Api over a client of get_api_client (pod logs: the dynamic client has no call for them)."""
+    from kubernetes.client import CoreV1Api
+
+    return CoreV1Api(api_client)
+
+
 def auth_argument_spec():
     """A copy of kubernetes.core's connection options (kubeconfig, context, host, ...)."""
     return dict((key, dict(value)) for key, value in AUTH_ARG_SPEC.items())

@@ -32,7 +32,7 @@ def image_tag(deployment):
     return name.split(":", 1)[1] if ":" in name else ""
 
 
-# The nvml_mock role's sim mode marks the node whose mock driver root it placed; the sim_node role
+# The nvml_mock role's sim mode marks the node whose mock driver root it placed; the kubelet_node role
 # marks a real node whose runtime handler nvidia is its stand-in for NVIDIA's container runtime.
 NVML_STANDIN_ANNOTATION = "gpulab.kai-hami/nvml-mock"
 RUNTIME_STANDIN_ANNOTATION = "gpulab.kai-hami/nvidia-container-runtime"

@@ -160,6 +160,26 @@ def lab_summary(platform, provenance, not_running=()):
     return lines
 
 
+def outcome(records):
+    """What a report says, without this run's evidence: each check's id, ok and verdict, in order."""
+    return [(str(r.get("id")), r.get("ok"), r.get("verdict")) for r in records]
+
+
+def outcome_changed(directory, records):
+    """Whether the report written from ``records`` says something other than the claims.json in
+    ``directory`` (or there is none): the rule both lab_claim and lab_report give ``changed`` by. A
+    report written anew with the same verdicts records this run's evidence (log lines, times), and
+    that alone is no change."""
+    try:
+        with open(os.path.join(directory, "claims.json")) as handle:
+            before = json.load(handle).get("claims")
+    except (IOError, OSError, ValueError, AttributeError):
+        return True
+    if not isinstance(before, list) or not all(isinstance(r, dict) for r in before):
+        return True
+    return outcome(before) != outcome(check_records(records))
+
+
 def files_problem(directory, files, mode):
     """The error text for file names, contents or a mode that cannot be written, or a directory
     that cannot be written or made; None when all can."""

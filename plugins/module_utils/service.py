@@ -26,6 +26,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.client import (
     ResourceNotUniqueError,
     TransportError,
     api_error_message,
+    core_v1_api,
     get_api_client,
 )
 from ansible_collections.gpulab.kai_hami.plugins.module_utils.exceptions import KubeError
@@ -187,9 +188,7 @@ class KubeService:
         return sorted(events, key=_event_time)
 
     def _core_api(self):
-        from kubernetes.client import CoreV1Api
-
-        return CoreV1Api(self.dynamic.client)
+        return core_v1_api(self.dynamic.client)
 
     def pod_log(self, name, namespace, container=None, tail_lines=None, previous=False):
         """A container's log text, or None when the API server has none to give.

@@ -29,7 +29,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpulab.kai_hami.kube_error
   - gpulab.kai_hami.wait
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 attributes:
   check_mode:
     support: full
@@ -37,8 +37,6 @@ attributes:
   diff_mode:
     support: full
     details: Shows the C(spec) of each queue before and after.
-  platform:
-    platforms: posix
 options:
   name:
     description:

@@ -26,15 +26,8 @@ description:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpulab.kai_hami.kube_error
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: The module only reads.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gpulab.kai_hami.attributes
+  - gpulab.kai_hami.attributes.info_module
 options:
   name:
     description:

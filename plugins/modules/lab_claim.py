@@ -40,15 +40,13 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpulab.kai_hami.kube_error
   - gpulab.kai_hami.wait
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 attributes:
   check_mode:
     support: full
     details: The module only reads; C4's pod is sent as a server-side dry-run in any mode.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 options:
   claim:
     description: The claim to prove. Give either O(claim) or O(claims).
@@ -107,10 +105,20 @@ options:
         type: list
         elements: dict
         required: true
+        suboptions:
+          name:
+            description: The pod's name.
+            type: str
+            required: true
+          request_mib:
+            description: Its C(gpu-memory) annotation, MiB (a positive number).
+            type: int
+            required: true
       image:
-        description: Image of C4's dry-run pod.
+        description:
+          - Image of C4's dry-run pod (a dry-run pulls nothing). Unset, the image of the first shared
+            pod, or when that pod does not exist, C(gpulab.kai-hami/dry-run), a name nothing pulls.
         type: str
-        default: busybox:1.37
       expected_boundary:
         description: The verdict C8 expects (V(reserved) where the reservation can be crossed).
         type: str
@@ -173,8 +181,9 @@ options:
         writes it (C(claims.json), C(report.md) and C(junit.xml)) in O(report.dir). Its summary names
         O(report.platform), the programs that decided the claims (RV(provenance)), the stand-ins, and
         the processes a claim depends on that do not run. Nothing is written in check mode.
-      - The report records this run's evidence (log lines, pod names, times); writing it anew changes
-        nothing in the cluster, so it does not make the task C(changed).
+      - The task is C(changed) when the report's outcome (each claim's C(id), C(ok) and C(verdict)) differs
+        from the C(claims.json) already in O(report.dir), as M(gpulab.kai_hami.lab_report) decides it; a
+        report written anew with this run's evidence (log lines, pod names, times) and the same verdicts is no change.
     type: dict
     version_added: 0.3.0
     suboptions:
@@ -260,7 +269,7 @@ record:
       description: The lines that decided it.
       type: list
       elements: str
-  sample: {"id": "C8", "claim": "Boundary: shared pod cannot run", "decided_by": "KAI v0.16.0: the binder's events and the reservation app's log",
+  sample: {"id": "C8", "claim": "Boundary: shared pod cannot run", "decided_by": "KAI <version>: the binder's events and the reservation app's log",
            "ok": true, "verdict": "holds (expected failure)",
            "evidence": ["verdict: nvml_unavailable (expected nvml_unavailable), NVML ERROR_LIBRARY_NOT_FOUND"], "seconds": 0.4}
 records:
@@ -272,7 +281,7 @@ provenance:
   description: Which programs decided the claims, read from KAI's scheduler and the isolator's webhook Deployments.
   returned: always
   type: dict
-  sample: {"kai_version": "v0.16.0", "kai": "KAI v0.16.0 (its own programs, run as local processes on the sim)",
+  sample: {"kai_version": "<version>", "kai": "KAI <version> (its own programs, run as local processes on the sim)",
            "isolator": "kai-resource-isolator stand-in", "stand_ins": ["kai-resource-isolator stand-in"]}
 processes:
   description: The processes of O(state_dirs) the claims depend on, each {name, part, pid, running}.
@@ -331,6 +340,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.report import (
     DEFAULT_HEADING,
     files_problem,
     lab_summary,
+    outcome_changed,
     report_files,
     write_files,
 )
@@ -346,6 +356,7 @@ from ansible_collections.gpulab.kai_hami.plugins.module_utils.waiter import poll
 CLAIM_IDS = claims.CLAIM_IDS
 LAB_LABEL_SELECTOR = "app.kubernetes.io/part-of=gpulab-lab11"
 DRY_RUN_POD = "lab11-isolator-dry-run"
+DRY_RUN_IMAGE = "gpulab.kai-hami/dry-run"
 LOG_TAIL = 2000
 
 
@@ -364,8 +375,11 @@ def argument_spec():
             probe_pod=dict(type="str", default="lab11-missing-queue-probe"),
             whole_gpu_pod=dict(type="str", default="kai-whole-gpu"),
             whole_gpu_count=dict(type="int", default=1),
-            shared_pods=dict(type="list", elements="dict", required=True),
-            image=dict(type="str", default="busybox:1.37"),
+            shared_pods=dict(type="list", elements="dict", required=True, options=dict(
+                name=dict(type="str", required=True),
+                request_mib=dict(type="int", required=True),
+            )),
+            image=dict(type="str"),
             expected_boundary=dict(type="str", default="nvml_unavailable", choices=list(VERDICTS)),
         )),
         kai=dict(type="dict", default={}, options=dict(
@@ -393,20 +407,12 @@ def argument_spec():
 
 
 def shared_pods(value):
-    """``lab.shared_pods`` as [(name, request_mib)], or a ValueError naming the bad entry."""
-    pods = []
+    """``lab.shared_pods`` as [(name, request_mib)] (the argument spec types them), or a ValueError
+    naming an entry whose request is not positive."""
     for index, pod in enumerate(value):
-        name, request = pod.get("name"), pod.get("request_mib")
-        if not isinstance(name, str) or not name:
-            raise ValueError("lab.shared_pods[%d].name must be a pod name, got %r" % (index, name))
-        try:
-            request = int(request)
-        except (TypeError, ValueError):
-            raise ValueError("lab.shared_pods[%d].request_mib must be a whole number of MiB, got %r" % (index, request))
-        if request <= 0:
-            raise ValueError("lab.shared_pods[%d].request_mib must be positive, got %d" % (index, request))
-        pods.append((name, request))
-    return pods
+        if pod["request_mib"] <= 0:
+            raise ValueError("lab.shared_pods[%d].request_mib must be a positive number of MiB, got %d" % (index, pod["request_mib"]))
+    return [(pod["name"], pod["request_mib"]) for pod in value]
 
 
 class ClaimDecider:
@@ -462,6 +468,16 @@ class ClaimDecider:
         return claims.c3_queues_gate(queues, events, self.pod(lab["probe_pod"]), lab["queue"], lab["parent_queue"],
                                      lab["missing_queue"], lab["namespace"], lab["probe_pod"])
 
+    def dry_run_image(self):
+        """C4's dry-run pod's image: lab.image, else the first shared pod's, else a name nothing pulls."""
+        if self.lab["image"]:
+            return self.lab["image"]
+        for pod in self.pod(self.shared[0][0]):
+            for container in (pod.get("spec") or {}).get("containers") or []:
+                if container.get("image"):
+                    return container["image"]
+        return DRY_RUN_IMAGE
+
     def c4(self):
         lab = self.lab
         lines, no_log = self.service.deployment_log(self.isolator["webhook"], self.isolator["namespace"])
@@ -469,7 +485,7 @@ class ClaimDecider:
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": DRY_RUN_POD, "namespace": lab["namespace"], "labels": {QUEUE_LABEL: lab["queue"]},
                          "annotations": {"gpu-memory": str(self.shared[0][1])}},
-            "spec": {"schedulerName": self.kai["scheduler_name"], "containers": [{"name": "probe", "image": lab["image"]}]},
+            "spec": {"schedulerName": self.kai["scheduler_name"], "containers": [{"name": "probe", "image": self.dry_run_image()}]},
         }, dry_run=True)
         return claims.c4_isolator_webhook(lines, no_log, dry_run)
 
@@ -626,6 +642,7 @@ def main():
             **dict((key, result["provenance"].get(key)) for key in ("kai", "kai_version", "isolator", "stand_ins")))
         files = report_files(report["title"], result["records"], lab_summary(report["platform"], result["provenance"], result["processes_not_running"]),
                              properties, heading=report["heading"])
+        result["changed"] = outcome_changed(report["dir"], result["records"])
         try:
             written, result["report_files"], dummy_diffs = write_files(report["dir"], files, check_mode=module.check_mode)
         except (IOError, OSError) as error:

@@ -21,6 +21,10 @@ description:
     O(records) and of O(files)) whose content differs from what is there, each atomically (a
     reader never sees half a file).
   - Files of O(dir) not written by the call are left alone.
+  - The files written from O(records) make the task C(changed) only when the outcome (each record's
+    C(id), C(ok) and C(verdict)) differs from the C(claims.json) already in O(dir); a report written
+    anew with this run's evidence and the same verdicts is no change. M(gpulab.kai_hami.lab_claim)
+    gives C(changed) by the same rule. A file of O(files) is a change when its content is.
 attributes:
   check_mode:
     support: full
@@ -28,10 +32,8 @@ attributes:
   diff_mode:
     support: full
     details: Shows each written file's content before and after.
-  platform:
-    platforms: posix
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 options:
   dir:
     description: The report directory.
@@ -78,7 +80,7 @@ EXAMPLES = r"""
   gpulab.kai_hami.lab_report:
     dir: "{{ playbook_dir }}/fairlab-report"
     title: "Fair share across two teams"
-    summary: ["Platform: sim. KAI v0.16.0, by its chart."]
+    summary: ["Platform: sim. KAI {{ sim_kai_made.version }}, by its chart."]
     properties: {platform: sim}
     records:
       - id: F1
@@ -117,9 +119,14 @@ report:
   type: str
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpulab.kai_hami.plugins.module_utils.report import ReportError, report_files, write_files
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.report import ReportError, outcome_changed, report_files, write_files
+
+
+REPORT_FILES = ("claims.json", "report.md", "junit.xml")
 
 
 def main():
@@ -135,6 +142,7 @@ def main():
     params = module.params
     params["files"] = dict(params["files"] or {})
     extra = {}
+    changed_outcome = False
     if params["records"] is not None:
         try:
             made = report_files(params["title"], params["records"], params["summary"], params["properties"], heading=params["heading"])
@@ -143,6 +151,7 @@ def main():
         clash = sorted(set(made) & set(params["files"]))
         if clash:
             module.fail_json(msg="files: %s is written from records; leave it out of files" % ", ".join(clash))
+        changed_outcome = outcome_changed(params["dir"], params["records"])
         params["files"].update(made)
         extra = dict(ok=all(r["ok"] for r in params["records"]), report=made["report.md"])
     try:
@@ -157,7 +166,10 @@ def main():
         module.fail_json(msg=str(err))
     except (IOError, OSError) as err:
         module.fail_json(msg="cannot write %s: %s" % (err.filename, err), written=getattr(err, "written", []))
-    result = dict(changed=bool(written), written=written, files=paths, **extra)
+    # the report's own files count as a change only when its outcome changed (outcome_changed);
+    # any other file, when its content changed
+    others = [path for path in written if params["records"] is None or os.path.basename(path) not in REPORT_FILES]
+    result = dict(changed=changed_outcome or bool(others), written=written, files=paths, **extra)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

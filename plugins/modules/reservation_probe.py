@@ -33,15 +33,8 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - gpulab.kai_hami.kube_error
   - gpulab.kai_hami.wait
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: The module only reads.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - gpulab.kai_hami.attributes
+  - gpulab.kai_hami.attributes.info_module
 options:
   name:
     description: Name of the shared-GPU pod.

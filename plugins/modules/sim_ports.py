@@ -26,10 +26,8 @@ attributes:
     details: New ports are chosen but not written.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 options:
   path:
     description: The JSON file that remembers the ports (its directory must exist).

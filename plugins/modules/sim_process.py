@@ -39,10 +39,8 @@ attributes:
   diff_mode:
     support: full
     details: Shows the process's spec (argv, env, chdir) before and after.
-  platform:
-    platforms: posix
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 options:
   name:
     description:

@@ -22,15 +22,9 @@ description:
   - The lab's claims use it on the sim platform, so that a claim whose process is dead fails,
     naming the process, even where the API still shows what the process did before it died.
   - Reads only; changes nothing.
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
+  - gpulab.kai_hami.attributes.info_module
 options:
   state_dirs:
     description:

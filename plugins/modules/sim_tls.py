@@ -26,10 +26,8 @@ attributes:
     details: Reports whether a certificate would be issued, and writes nothing.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - gpulab.kai_hami.attributes
 options:
   path:
     description: Directory of the CA and the server certificates. Created when missing.
