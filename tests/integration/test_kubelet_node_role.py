@@ -19,19 +19,16 @@ import pytest
 
 from simtools import BIN, listeners_of, processes_under, run_playbook
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-VERSIONS = os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "versions.env")
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read as read_versions
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = [pytest.mark.real_node,
               pytest.mark.skipif(os.geteuid() != 0, reason="a real node runs a kubelet and containerd, which need root")]
 
 
 def pinned(key):
-    with open(VERSIONS) as handle:
-        for line in handle:
-            if line.startswith(key + "="):
-                return line.strip().split("=", 1)[1]
-    raise AssertionError("%s not in versions.env" % key)
+    """A value of the collection's table of versions (versions.env)."""
+    return read_versions()[key]
 
 
 def kubectl(kubeconfig, *args, check=True):
@@ -98,14 +95,14 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
         info = kubectl(kubeconfig, "get", "node", node, "-o",
                        "jsonpath={.status.nodeInfo.containerRuntimeVersion} {.status.nodeInfo.kubeletVersion}").stdout
         assert info == "containerd://%s %s" % (pinned("CONTAINERD_VERSION").lstrip("v"), pinned("K8S_VERSION"))
-        image = "sim.gpulab.kai-hami/busybox:" + subprocess.run(
+        image = pinned("LOCAL_IMAGE_REGISTRY") + "/busybox:" + subprocess.run(
             ["dpkg-query", "-W", "-f=${Version}", "busybox-static"], capture_output=True, text=True, check=True).stdout.split(":")[-1].split("-")[0]
 
         apply(kubeconfig, tmp_path, pod("sleeper", node, image, '[sleep, "3600"]'))
         wait_for("sleeper Running", lambda: kubectl(kubeconfig, "get", "pod", "sleeper", "-o", "jsonpath={.status.phase}").stdout == "Running")
         cmdline = kubectl(kubeconfig, "exec", "sleeper", "--", "cat", "/proc/1/cmdline").stdout
         assert cmdline.split("\0")[:2] == ["sleep", "3600"]
-        bin_dir = subprocess.run([os.path.join(ROOT, "roles", "sim_cluster", "files", "sim-bin", "build.sh"), "--print-bin-dir"],
+        bin_dir = subprocess.run([os.path.join(ROOT, "roles", "local_build", "files", "build.sh"), "--print-bin-dir"],
                                  capture_output=True, text=True, check=True).stdout.strip()
         crictl = [os.path.join(bin_dir, "crictl"), "--runtime-endpoint",
                   "unix://" + os.path.join(workdir, "node", "containerd", "containerd.sock")]
