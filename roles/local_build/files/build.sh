@@ -6,7 +6,8 @@
 # kai-resourcereservation, kai-operator; and kai-chart, KAI's Helm chart read from its module), the
 # real node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI
 # plugins cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes'
-# pause from the C file in Kubernetes' module) and the collection's NVML stand-in library
+# pause from the C file in Kubernetes' module), kind's node image's (kubeadm, kube-proxy, kubectl,
+# coredns) and the collection's NVML stand-in library
 # (nvml-stand-in/libnvidia-ml.so.1, from roles/nvml_mock/files/nvml_stand_in.c), into a cache
 # directory keyed by the versions of the collection's table (versions.env at its root). Nothing
 # prebuilt is ever downloaded: Go modules come from GOPROXY and are checked against the committed
@@ -144,6 +145,8 @@ if [[ "${MODE}" == sync ]]; then
   (cd "${SCRIPT_DIR}/node" && go get "github.com/containerd/containerd/v2@${CONTAINERD_VERSION}" \
      "github.com/opencontainers/runc@${RUNC_VERSION}" "github.com/containernetworking/plugins@${CNI_PLUGINS_VERSION}" \
      "sigs.k8s.io/cri-tools@${CRI_TOOLS_VERSION}" && go mod tidy)
+  echo "sync coredns -> github.com/coredns/coredns@${COREDNS_VERSION}"
+  (cd "${SCRIPT_DIR}/coredns" && go get -tool "github.com/coredns/coredns@${COREDNS_VERSION}" && go mod tidy)
   echo "sync device-plugin -> github.com/NVIDIA/k8s-device-plugin@${DEVICE_PLUGIN_VERSION}"
   (cd "${SCRIPT_DIR}/device-plugin" && go get "github.com/NVIDIA/k8s-device-plugin@${DEVICE_PLUGIN_VERSION}" && go mod tidy)
   echo "sync kai  -> github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION} into kai/${KAI_MODFILE}" \
@@ -291,13 +294,16 @@ K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitMinor=${K8S_MINOR}"
 K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.gitTreeState=clean"
 K8S_LDFLAGS+=" -X k8s.io/client-go/pkg/version.buildDate=1970-01-01T00:00:00Z"
 
-K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubeadm kubectl)
 k8s_wanted=0
 for b in "${K8S_BINS[@]}"; do selected "${b}" && k8s_wanted=1; done
 if [[ "${k8s_wanted}" == 1 ]]; then
   if python3 "${SCRIPT_DIR}/gen-k8s-replaces.py" --check >/dev/null; then
     for b in "${K8S_BINS[@]}"; do
-      build_one "${b}" "${K8S_DIR}" "k8s.io/kubernetes/cmd/${b}" "Kubernetes ${K8S_VERSION}" "${K8S_LDFLAGS}"
+      # kubeadm and kubectl have no --version flag: the module version Go recorded in them is checked
+      expect="Kubernetes ${K8S_VERSION}"
+      [[ "${b}" == kubeadm || "${b}" == kubectl ]] && expect="gomod k8s.io/kubernetes ${K8S_VERSION}"
+      build_one "${b}" "${K8S_DIR}" "k8s.io/kubernetes/cmd/${b}" "${expect}" "${K8S_LDFLAGS}"
     done
   else
     for b in "${K8S_BINS[@]}"; do selected "${b}" && FAILED+=("${b}"); done
@@ -490,6 +496,17 @@ if selected pause; then
     cat "${LOG_DIR}/pause.log" >&2
     rm -f "${out}.tmp"
     FAILED+=(pause)
+  fi
+fi
+
+# --- CoreDNS, the DNS of kind's node image (kubeadm's coredns/coredns image) -----------------------
+if selected coredns; then
+  [[ -n "${COREDNS_VERSION:-}" ]] || die "COREDNS_VERSION is not set in versions.env"
+  if check_wrapper coredns "${SCRIPT_DIR}/coredns" github.com/coredns/coredns "${COREDNS_VERSION}"; then
+    build_one coredns "${SCRIPT_DIR}/coredns" github.com/coredns/coredns \
+      "gomod github.com/coredns/coredns ${COREDNS_VERSION}" "-s -w"
+  else
+    FAILED+=(coredns)
   fi
 fi
 

@@ -37,6 +37,10 @@ TOOLS = [
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kube-scheduler",
     "k8s.io/kubernetes/cmd/kubelet",
+    # kind's node image: kubeadm sets the node up, kube-proxy serves its Services, kubectl is kind's own
+    "k8s.io/kubernetes/cmd/kubeadm",
+    "k8s.io/kubernetes/cmd/kube-proxy",
+    "k8s.io/kubernetes/cmd/kubectl",
 ]
 
 STAGING_RE = re.compile(
