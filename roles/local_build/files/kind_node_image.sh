@@ -57,7 +57,7 @@ KEY_INPUTS="debian=${KIND_NODE_DEBIAN_SUITE} kind=${KIND_VERSION} k8s=${K8S_VERS
 KEY_INPUTS+=" containerd=${CONTAINERD_VERSION} runc=${RUNC_VERSION} cni=${CNI_PLUGINS_VERSION} crictl=${CRI_TOOLS_VERSION}"
 KEY_INPUTS+=" coredns=${COREDNS_VERSION} files=$(cat "${BASH_SOURCE[0]}" "${FILES}"/* | sha256sum | cut -c1-12)"
 KEY="$(sha256sum <<<"${KEY_INPUTS}" | cut -c1-12)"
-NAME="localhost/gpulab-kai-hami/kind-node:${K8S_VERSION}-${KEY}"
+NAME="${LOCAL_IMAGE_REGISTRY}/kind-node:${K8S_VERSION}-${KEY}"
 OUT="${CACHE_ROOT}/kind-node-${KEY}"
 if [[ "${MODE}" == print || -f "${OUT}/image.json" ]]; then
   [[ "${MODE}" == print ]] || echo "kind-node cached (${KEY_INPUTS})" >&2
