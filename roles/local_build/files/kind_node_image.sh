@@ -75,7 +75,7 @@ for program in kubelet kubeadm kubectl kube-apiserver kube-controller-manager ku
                containerd containerd-shim-runc-v2 ctr runc crictl cni/bridge cni/host-local cni/loopback pause; do
   [[ -x "${BIN}/${program}" ]] || die "${BIN}/${program} is missing: build it with ${SCRIPT_DIR}/build.sh"
 done
-KIND_DIR="$(cd / && GOTOOLCHAIN=local GOFLAGS= go mod download -json "sigs.k8s.io/kind@${KIND_VERSION}" | jq -r .Dir)"
+KIND_DIR="$(cd / && GOTOOLCHAIN=local GOFLAGS='' go mod download -json "sigs.k8s.io/kind@${KIND_VERSION}" | jq -r .Dir)"
 KIND_FILES="${KIND_DIR}/images/base/files"
 [[ -f "${KIND_FILES}/usr/local/bin/entrypoint" ]] || die "kind's base-image files are not in sigs.k8s.io/kind@${KIND_VERSION} (${KIND_DIR})"
 
@@ -175,7 +175,7 @@ OCI=(python3 "${SCRIPT_DIR}/oci_image.py")
 # kube-proxy runs iptables-save/-restore: Debian's xtables (legacy and nft) of the rootfs, their libraries
 # and extensions (loaded at run time: their libraries too), busybox as /bin/sh, and the wrapper
 libraries_of() { chroot "${ROOTFS}" ldd "$@" | awk '/=> \//{print $3} /^\t\/lib64/{print $1}' | sort -u; }
-EXTENSIONS="$(cd "${ROOTFS}" && ls usr/lib/x86_64-linux-gnu/xtables/*.so | sed 's#^#/#')"
+EXTENSIONS="$(cd "${ROOTFS}" && find usr/lib/x86_64-linux-gnu/xtables -name '*.so' | sort | sed 's#^#/#')"
 PROXY=(--file "${BIN}/kube-proxy:/usr/local/bin/kube-proxy" --file /bin/busybox:/bin/busybox --link bin/sh:busybox
        --file "${FILES}/iptables-wrapper:/usr/sbin/iptables-wrapper")
 for program in /usr/sbin/xtables-legacy-multi /usr/sbin/xtables-nft-multi; do PROXY+=(--file "${ROOTFS}${program}:${program}"); done
@@ -248,6 +248,10 @@ jq -n --arg name "${NAME}" --arg inputs "${KEY_INPUTS}" '{name: $name, inputs: $
   entrypoint: ["/usr/local/bin/gpulab-sysctl-guard", "/sbin/init"], stop_signal: "SIGRTMIN+3", env: ["container=docker"]}' \
   > "${WORK}/image.json"
 mv "${WORK}" "${OUT}"
+# an image of other inputs is not built again: its archive goes (an engine that imported it keeps its copy)
+for other in "${CACHE_ROOT}"/kind-node-*/image.json; do
+  [[ "$(dirname "${other}")" == "${OUT}" ]] || rm -rf "$(dirname "${other}")"
+done
 step "kind node image"
 echo "${NAME}"
 echo "${OUT}/rootfs.tar"
