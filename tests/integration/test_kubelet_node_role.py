@@ -61,6 +61,22 @@ def apply(kubeconfig, tmp_path, text):
     kubectl(kubeconfig, "apply", "-f", str(manifest))
 
 
+# The host sysctls the kubelet sets at start (its kernel defaults), and the kernel's own defaults of three of them.
+KUBELET_SYSCTLS = ["kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "vm/panic_on_oom", "kernel/keys/root_maxkeys",
+                   "kernel/keys/root_maxbytes"]
+KERNEL_DEFAULTS = {"kernel/panic": "0", "kernel/panic_on_oops": "0", "vm/overcommit_memory": "0"}
+
+
+def read_sysctl(key):
+    with open("/proc/sys/" + key) as handle:
+        return handle.read().strip()
+
+
+def write_sysctl(key, value):
+    with open("/proc/sys/" + key, "w") as handle:
+        handle.write(value)
+
+
 def host_leftovers(workdir, bridge):
     """What of the node could be left on the host, by kind."""
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
@@ -86,9 +102,16 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
     node = "nodetest-control-plane"
     variables = dict(sim_cluster_name="nodetest", sim_cluster_workdir=workdir, sim_cluster_kubeconfig=kubeconfig,
                      sim_cluster_node_runtime="kubelet", sim_cluster_kai_crds=False)
+    # the host sysctls a kubelet sets at start, at the kernel's defaults first (a host that ran a kubelet
+    # before has the kubelet's values): cleanup must put back what the node changed
+    initial = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
+    for key, value in KERNEL_DEFAULTS.items():
+        write_sysctl(key, value)
+    before = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
     up = run_playbook(variables)
     bridge = None
     try:
+        assert {key: read_sysctl(key) for key in KERNEL_DEFAULTS} != KERNEL_DEFAULTS, "the kubelet set none of its sysctls"
         assert up.returncode == 0, up.stdout[-4000:]
         bridge = re.search(r"gk[0-9a-f]{8}", open(os.path.join(workdir, "node", "cni", "net.d",
                                                                "10-gpulab-nodetest.conflist")).read()).group(0)
@@ -150,7 +173,11 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
         down = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert down.returncode == 0, down.stdout[-3000:]
     left = host_leftovers(workdir, bridge or "gk-none")
+    after = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
+    for key, value in initial.items():
+        write_sysctl(key, value)
     assert left == dict(processes=[], mounts=[], links=[], rules=[], workdir=False, cni_results=[], kubelet_files=[], cgroups=[]), left
+    assert after == before
     second = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert second.returncode == 0
     assert re.search(r"localhost\s*:.*changed=0\s", second.stdout), second.stdout[-1500:]

@@ -57,3 +57,5 @@ def molecule_sim():
                workdir=os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "sim", MOLECULE_SIM_NAME))
     destroyed, destroy_output = molecule("destroy", "-s", "sim")
     assert destroyed == 0 and step_succeeded(destroy_output, "sim", "destroy"), destroy_output[-4000:]
+    # the stand-ins' files on the host (nvml-mock's driver root, HAMi-core's preload) go with the real node
+    assert [path for path in ("/var/lib/nvml-mock", "/usr/local/vgpu") if os.path.exists(path)] == []
