@@ -29,7 +29,7 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: node-packages actionlint help test real-node-tests kwok-tests kai-e2e-build helm checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
+.PHONY: node-packages kind-packages kind-node-image actionlint help test real-node-tests kwok-tests kai-e2e-build helm checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -137,8 +137,20 @@ node-packages: ## Install the Debian packages the sim's real node needs (as root
 	elif [ "$$(id -u)" != 0 ]; then echo "node-packages: the sim's real node needs the Debian packages $$missing, which only root can install: run 'sudo apt-get install $$missing' (or make as root)" >&2; exit 1; \
 	else echo "node-packages: installing $$missing with apt-get (as root)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
-sim-bin: node-packages ## Build the sim platform's binaries from Go modules (warm: seconds)
+# kind where no Docker engine answers: podman (with netavark and aardvark-dns, its network) runs the
+# node with runc; debootstrap and jq assemble the node image where no registry answers.
+KIND_PACKAGES := podman netavark aardvark-dns conmon runc debootstrap jq nftables
+kind-packages: ## Install the Debian packages kind needs without a Docker engine or a registry (as root, with apt-get; only the missing ones)
+	@missing=$$(for p in $(KIND_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done | xargs); \
+	if [ -z "$$missing" ]; then echo "kind-packages: installed ($(KIND_PACKAGES))"; \
+	elif [ "$$(id -u)" != 0 ]; then echo "kind-packages: kind with podman and a locally built node image needs the Debian packages $$missing, which only root can install: run 'sudo apt-get install $$missing' (or make as root)" >&2; exit 1; \
+	else echo "kind-packages: installing $$missing with apt-get (as root)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
+
+sim-bin: node-packages kind-packages ## Build the sim platform's binaries from Go modules (warm: seconds)
 	$(BUILD_SH)
+
+kind-node-image: collections sim-bin ## Assemble kind's node image from the table's versions, without a registry (cached; cold: about a minute)
+	ansible localhost -m ansible.builtin.include_role -a 'name=gpulab.kai_hami.local_build tasks_from=kind_node_image.yml'
 
 pytest: collections sim-bin ## Unit and integration tests (a shared sim cluster), then the lab end to end (Molecule's sim scenarios)
 	pytest tests/unit tests/integration
