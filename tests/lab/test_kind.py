@@ -28,6 +28,7 @@ SYSCTLS = ["net/ipv4/ip_forward", "net/ipv4/conf/all/forwarding", "net/ipv4/conf
            "net/ipv6/conf/default/forwarding", "kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory",
            "vm/panic_on_oom", "fs/inotify/max_user_instances", "fs/inotify/max_user_watches", "fs/file-max",
            "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "kernel/pid_max"]
+ENGINE_PATHS = ("/lib/modules", "/run/netns", "/run/containers", "/run/libpod", "/run/runc", "/var/lib/containers")
 ENGINE_PROCESSES = ("conmon", "podman", "netavark", "aardvark-dns", "runc", "containerd", "kubelet")
 
 
@@ -71,8 +72,7 @@ def host_snapshot():
         cgroups=sorted(path for path in glob.glob("/sys/fs/cgroup/*/*") + glob.glob("/sys/fs/cgroup/*/*/*")
                        if os.path.isdir(path) and re.search(r"libpod|machine|kubepods|conmon", path)),
         processes=sorted(processes),
-        paths={path: os.path.exists(path) for path in ("/lib/modules", "/run/netns", "/run/containers", "/run/libpod",
-                                                        "/run/runc", "/var/lib/containers")},
+        paths={path: os.path.exists(path) for path in ENGINE_PATHS},
     )
 
 
