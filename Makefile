@@ -39,9 +39,12 @@ test: ## Everything: the sim's build, then two lanes side by side: the tests tha
 	@echo "make test: real-node-tests and kwok-tests run side by side (a pytest run's output is printed when it ends)"
 	$(MAKE) --no-print-directory -j2 --output-sync=target real-node-tests kwok-tests
 
-# A host runs one real node (kubelet, containerd) at a time: the tests that make one (marked
-# real_node) run one after another in this lane, and KAI's e2e gate (on a real node) after them.
-real-node-tests: collections sim-bin ## The integration and lab tests marked real_node, then kai-e2e-gate
+# A host runs one real node (kubelet, containerd; kind's node is one too) at a time: the tests that
+# make one (marked real_node) run one after another in this lane, and KAI's e2e gate (on a real
+# node) after them. kind's node image is assembled first (cached), for the kind tests of the lane.
+real-node-tests: collections sim-bin ## kind's node image, the integration and lab tests marked real_node, then kai-e2e-gate
+	@echo "[$$(date +%T)] real-node-tests: kind's node image"
+	env -u MAKEFLAGS -u MFLAGS $(MAKE) --no-print-directory kind-node-image
 	@echo "[$$(date +%T)] real-node-tests: the integration tests marked real_node"
 	pytest tests/integration -m real_node
 	@echo "[$$(date +%T)] real-node-tests: the lab tests marked real_node"
@@ -150,7 +153,9 @@ sim-bin: node-packages kind-packages ## Build the sim platform's binaries from G
 	$(BUILD_SH)
 
 kind-node-image: collections sim-bin ## Assemble kind's node image from the table's versions, without a registry (cached; cold: about a minute)
-	ansible localhost -m ansible.builtin.include_role -a 'name=gpulab.kai_hami.local_build tasks_from=kind_node_image.yml'
+	@out=$$(ansible localhost -m ansible.builtin.include_role -a 'name=gpulab.kai_hami.local_build tasks_from=kind_node_image.yml' 2>&1) \
+	  || { echo "$$out" >&2; exit 1; }
+	@roles/local_build/files/kind_node_image.sh --print
 
 pytest: collections sim-bin ## Unit and integration tests (a shared sim cluster), then the lab end to end (Molecule's sim scenarios)
 	pytest tests/unit tests/integration

@@ -33,6 +33,11 @@ def processes_mentioning(text):
     return found
 
 
+def preloading(root):
+    """Whether the build's own containerd runs (it preloads kubeadm's images into the rootfs)."""
+    return bool(set(processes_mentioning(str(root))) & set(processes_mentioning("/preload/config.toml")))
+
+
 def mounts_under(directory):
     with open("/proc/self/mountinfo") as handle:
         return [line.split()[4] for line in handle if line.split()[4].startswith(directory)]
@@ -54,15 +59,16 @@ def test_an_interrupted_build_leaves_nothing_and_the_next_run_builds_the_image(t
 
     build = subprocess.Popen([SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and not glob.glob(str(root / "kind-node-*.partial" / "preload" / "containerd.sock")):
+    while time.monotonic() < deadline and not preloading(root):
         assert build.poll() is None, build.stdout.read().decode()[-3000:]
         time.sleep(0.2)
-    assert glob.glob(str(root / "kind-node-*.partial" / "preload" / "containerd.sock")), "the build never started its containerd"
+    assert preloading(root), "the build never started its containerd"
     os.killpg(build.pid, signal.SIGINT)
     build.wait(timeout=60)
     time.sleep(1)
     assert build.returncode != 0
     assert processes_mentioning(str(root)) == [], "left running after the interrupt"
+    assert glob.glob("/tmp/gpulab-kind-preload.*") == [], "the preloading containerd's sockets were left"
     assert mounts_under(str(tmp_path)) == []
     assert not os.path.exists(archive) and not os.path.exists(os.path.join(os.path.dirname(archive), "image.json"))
 

@@ -204,9 +204,11 @@ LABEL="org.opencontainers.image.source=built locally by gpulab.kai_hami from the
 step "kubeadm's images"
 
 # --- 5. preloaded into the rootfs's containerd, by a containerd of its own on the host (its root in the
-#        rootfs, its state and socket in the work dir; no CRI, no NRI), stopped again ----------------------
+#        rootfs, its state in the work dir, its socket in a temporary directory; no CRI, no NRI), stopped again
 PRELOAD="${WORK}/preload"
 mkdir -p "${PRELOAD}/state" "${PRELOAD}/opt"
+# its sockets in a short directory of their own (a Unix socket's path has at most 107 bytes)
+SOCKETS="$(mktemp -d /tmp/gpulab-kind-preload.XXXXXX)"
 cat > "${PRELOAD}/config.toml" <<EOF
 version = 3
 root = "${ROOTFS}/var/lib/containerd"
@@ -215,9 +217,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", 
   "io.containerd.nri.v1.nri", "io.containerd.podsandbox.controller.v1.podsandbox",
   "io.containerd.sandbox.controller.v1.shim", "io.containerd.runtime.v2.task", "io.containerd.monitor.task.v1.cgroups"]
 [grpc]
-  address = "${PRELOAD}/containerd.sock"
+  address = "${SOCKETS}/containerd.sock"
 [ttrpc]
-  address = "${PRELOAD}/containerd.sock.ttrpc"
+  address = "${SOCKETS}/containerd.sock.ttrpc"
 [plugins."io.containerd.internal.v1.opt"]
   path = "${PRELOAD}/opt"
 # the unpacked layers' blobs are discarded (as kind's own config does); collect them at once
@@ -226,12 +228,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", 
 EOF
 "${BIN}/containerd" --config "${PRELOAD}/config.toml" >"${WORK}/preload-containerd.log" 2>&1 &
 PRELOADER=$!
-stop_preloader() { kill "${PRELOADER}" 2>/dev/null || true; wait "${PRELOADER}" 2>/dev/null || true; }
+stop_preloader() { kill "${PRELOADER}" 2>/dev/null || true; wait "${PRELOADER}" 2>/dev/null || true; rm -rf "${SOCKETS}"; }
 trap stop_preloader EXIT
-for _ in $(seq 100); do [[ -S "${PRELOAD}/containerd.sock" ]] && break; sleep 0.1; done
-[[ -S "${PRELOAD}/containerd.sock" ]] || die "the preloading containerd did not start (log: ${WORK}/preload-containerd.log)"
+for _ in $(seq 100); do [[ -S "${SOCKETS}/containerd.sock" ]] && break; sleep 0.1; done
+[[ -S "${SOCKETS}/containerd.sock" ]] || die "the preloading containerd did not start (log: ${WORK}/preload-containerd.log)"
 for archive in "${IMAGES}"/*.tar; do
-  "${BIN}/ctr" --address "${PRELOAD}/containerd.sock" -n k8s.io images import --local --snapshotter overlayfs \
+  "${BIN}/ctr" --address "${SOCKETS}/containerd.sock" -n k8s.io images import --local --snapshotter overlayfs \
     --discard-unpacked-layers "${archive}" >/dev/null
 done
 CONTENT="${ROOTFS}/var/lib/containerd/io.containerd.content.v1.content"
