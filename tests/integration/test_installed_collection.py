@@ -204,9 +204,15 @@ def test_cleanup_caches_refuses_while_a_cluster_is_left_and_says_what_it_would_r
     (registry / "fairlab.json").write_text('{"name": "fairlab", "workdir": "/nowhere"}')
     (tmp_path / "cache" / "sim-bin").mkdir()
     refused = installed.run("gpulab.kai_hami.cleanup_caches", "-e", "cleanup_cache_root=%s" % (tmp_path / "cache"))
-    assert refused.returncode != 0 and "kept while these sim clusters are left: fairlab" in refused.stdout, refused.stdout[-3000:]
+    assert refused.returncode != 0 and "kept while these clusters are left: fairlab" in refused.stdout, refused.stdout[-3000:]
     assert (tmp_path / "cache" / "sim-bin").is_dir()
     (registry / "fairlab.json").unlink()
+    # a kind cluster's directory beside kind's own version directory
+    (tmp_path / "cache" / "kind" / "v0.33.0" / "bin").mkdir(parents=True)
+    (tmp_path / "cache" / "kind" / "kindlab").mkdir()
+    refused = installed.run("gpulab.kai_hami.cleanup_caches", "-e", "cleanup_cache_root=%s" % (tmp_path / "cache"))
+    assert refused.returncode != 0 and "kept while these clusters are left: kindlab" in refused.stdout, refused.stdout[-3000:]
+    (tmp_path / "cache" / "kind" / "kindlab").rmdir()
     checked = installed.run("gpulab.kai_hami.cleanup_caches", "--check", "-e", "cleanup_cache_root=%s" % (tmp_path / "cache"))
     assert checked.returncode == 0 and "Would remove the collection's caches" in checked.stdout, checked.stdout[-3000:]
     assert (tmp_path / "cache" / "sim-bin").is_dir()
