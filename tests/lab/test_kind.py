@@ -1,5 +1,6 @@
 """The lab on kind: Molecule's default scenario, with podman where no Docker engine answers and kind's
-node image built locally where no registry answers, and the host compared before create and after destroy.
+node image built locally where no registry answers, a sim lab beside it, and the host compared before
+create and after destroy.
 
 kind's node runs a kubelet and containerd, so this module is marked ``real_node``: ``make test`` runs
 it in the lane of the sim's real node, one real node at a time.
@@ -14,9 +15,11 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, molecule, step_succeeded
+from conftest import BIN, ROOT, molecule, run_playbook, step_succeeded
 
-SCENARIO_VARS = os.path.join(ROOT, "molecule", "default", "vars", "lab11.yml")
+LAB = os.path.join(ROOT, "playbooks", "lab11.yml")
+CLEANUP = os.path.join(ROOT, "playbooks", "cleanup.yml")
+BESIDE = "kind-beside-sim"  # a sim lab's cluster, beside the kind lab
 NAME = "molecule-kind"  # molecule/default/vars/lab11.yml
 NODE = NAME + "-control-plane"
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami")
@@ -152,6 +155,39 @@ def normalized(image):
     if "/" not in image:
         return "docker.io/library/" + image
     return image if "." in first or ":" in first or first == "localhost" else "docker.io/" + image
+
+
+def claims(report_dir):
+    with open(os.path.join(str(report_dir), "claims.json")) as handle:
+        return json.load(handle)
+
+
+def node_containers():
+    """Each kind node container of the collection's podman, with the time it started."""
+    listed = podman("ps", "--format", "{{.Names}} {{.StartedAt}}").stdout.split("\n")
+    return sorted(line for line in listed if line.strip())
+
+
+@pytest.mark.real_node
+def test_the_kind_lab_and_a_sim_lab_beside_it_disturb_neither(kind_lab, tmp_path):
+    """A sim lab (its own real node: a kubelet and containerd on the host) comes up, holds and is cleaned up
+    while the kind lab runs; the kind lab's node is not restarted and its claims hold throughout."""
+    assert kind_lab["returncode"] == 0, kind_lab["output"][-3000:]
+    kind_vars = dict(lab11_platform="kind", lab11_cluster_name=NAME, lab11_report_dir=str(tmp_path / "kind"))
+    sim_vars = dict(lab11_platform="sim", lab11_cluster_name=BESIDE, lab11_report_dir=str(tmp_path / "sim"))
+    containers = node_containers()
+    try:
+        sim = run_playbook(sim_vars, playbook=LAB)
+        assert sim.returncode == 0, sim.stdout[-6000:]
+        assert claims(tmp_path / "sim")["ok"], json.dumps(claims(tmp_path / "sim"), indent=1)[:4000]
+        kind = run_playbook(kind_vars, playbook=LAB, options=["--tags", "verify"])
+        assert kind.returncode == 0 and claims(tmp_path / "kind")["ok"], kind.stdout[-6000:]
+    finally:
+        down = run_playbook(dict(cleanup_cluster_name=BESIDE), playbook=CLEANUP)
+    assert down.returncode == 0, down.stdout[-4000:]
+    assert node_containers() == containers
+    kind = run_playbook(kind_vars, playbook=LAB, options=["--tags", "verify"])
+    assert kind.returncode == 0 and claims(tmp_path / "kind")["ok"], kind.stdout[-6000:]
 
 
 @pytest.mark.real_node
