@@ -1,6 +1,6 @@
 """The lab on kind: Molecule's default scenario, with podman where no Docker engine answers and kind's
 node image built locally where no registry answers, a sim lab beside it, and the host compared before
-create and after destroy.
+create and after destroy; then the ``kind_crossed`` scenario, the reservation crossed on kind.
 
 kind's node runs a kubelet and containerd, so this module is marked ``real_node``: ``make test`` runs
 it in the lane of the sim's real node, one real node at a time.
@@ -201,3 +201,17 @@ def test_destroy_puts_the_host_back(kind_lab):
     changed = {key: (kind_lab["before"][key], after[key]) for key in after if after[key] != kind_lab["before"][key]}
     assert changed == {}, json.dumps(changed, indent=1)[:6000]
     assert not os.path.exists(os.path.join(CACHE, "kind", NAME))
+
+
+@pytest.mark.real_node
+def test_molecule_test_kind_crossed():
+    """Beyond the lab on kind: the reservation crossed with the NVML stand-in library through the stand-in for
+    NVIDIA's container runtime in kind's node, on 4 x 80 GiB A100s; C8 reserved and C9 holding."""
+    returncode, output = molecule("test", "-s", "kind_crossed")
+    assert returncode == 0, output[-6000:]
+    failed = [step for step in ("syntax", "create", "converge", "idempotence", "verify", "destroy")
+              if not step_succeeded(output, "kind_crossed", step)]
+    assert failed == [], output[-6000:]
+    assert "holding: ['C1', 'C2', 'C3', 'C4', 'C5', 'C6', 'C7', 'C8', 'C9']" in output, output[-6000:]
+    assert "NVIDIA container runtime stand-in of gpulab.kai_hami" in output
+    assert podman("ps", "--all", "--quiet").stdout.strip() == ""

@@ -104,7 +104,7 @@ BAD_INPUTS = [
     (dict(lab11_platform="existing", lab11_kubeconfig="/nonexistent/kubeconfig"),
      "lab11_kubeconfig /nonexistent/kubeconfig is not a file: lab11_platform=existing needs the kubeconfig"),
     (dict(lab11_platform="existing", lab11_boundary="library_stand_in", lab11_kubeconfig="/nonexistent/kubeconfig"),
-     "lab11_boundary library_stand_in is sim only"),
+     "lab11_boundary library_stand_in needs the NVML stand-in library where KAI's reservation app runs"),
     (dict(lab11_boundary="crossed"), "value of lab11_boundary must be one of: library_missing, library_stand_in, mock_nvml, got: crossed"),
     # the cluster name
     (dict(lab11_cluster_name="Bad_Name"), "lab11_cluster_name must be a DNS label of at most 32 characters"),
@@ -165,11 +165,12 @@ def test_bad_input_is_refused_before_anything_exists(tmp_path, more, message):
 
 
 def test_the_boundarys_name_before_0_3_0_is_read_with_a_deprecation_warning(tmp_path):
-    """lab11_boundary=mock_nvml means library_stand_in (on an existing cluster refused as sim only, before anything exists)."""
+    """lab11_boundary=mock_nvml means library_stand_in (on an existing cluster refused, before anything exists)."""
     variables = lab_vars(tmp_path, lab11_cluster_name="bad", lab11_platform="existing", lab11_boundary="mock_nvml",
                          lab11_kubeconfig="/nonexistent/kubeconfig")
     done = run_playbook(variables, playbook=LAB)
-    assert done.returncode != 0 and "lab11_boundary library_stand_in is sim only" in done.stdout, done.stdout[-3000:]
+    refused = "lab11_boundary library_stand_in needs the NVML stand-in library where KAI's reservation app runs"
+    assert done.returncode != 0 and refused in done.stdout, done.stdout[-3000:]
     output = " ".join((done.stdout + done.stderr).split())
     assert "lab11_boundary=mock_nvml is renamed lab11_boundary=library_stand_in since gpulab.kai_hami 0.3.0" in output, output[-3000:]
     assert not os.path.exists(str(tmp_path / "sim")) and not os.path.exists(str(tmp_path / "report"))

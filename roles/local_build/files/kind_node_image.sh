@@ -9,7 +9,8 @@
 # them and rebuilt when one changes.
 #
 # What differs from kind's own node image, and why:
-#  - Debian's distribution (KIND_NODE_DEBIAN_SUITE) rather than kind's base image, plus dbus;
+#  - Debian's distribution (KIND_NODE_DEBIAN_SUITE) rather than kind's base image, plus dbus and python3 (the
+#    kind_cluster role's stand-in for NVIDIA's container runtime is a Python program);
 #  - containerd's sandbox image is the pause kubeadm names (kind's config names another tag);
 #  - systemd-sysctl is masked, and the entrypoint is files/kind_node/sysctl-guard, which runs kind's
 #    own entrypoint after keeping the node's writes to the host's global sysctls (systemd's fs.file-max,
@@ -100,7 +101,8 @@ step() { printf '%-28s %4ss\n' "$1" "$(( $(date +%s) - T0 ))"; }
 PACKAGES="$(awk '/clean-install \\$/{take=1; next} take && /^ *&&/{exit} take {gsub(/\\/, ""); print}' \
             "${KIND_DIR}/images/base/Dockerfile" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')"
 [[ "${PACKAGES}" == *systemd* && "${PACKAGES}" == *iptables* ]] || die "could not read the package list of kind's images/base/Dockerfile"
-PACKAGES+=",dbus"
+# dbus for systemd; python3 for the collection's stand-in of NVIDIA's container runtime (kind_cluster_nvidia_runtime)
+PACKAGES+=",dbus,python3"
 BASE="${CACHE_ROOT}/kind-node-debian-${KIND_NODE_DEBIAN_SUITE}-$(sha256sum <<<"${PACKAGES}" | cut -c1-12)"
 if [[ ! -f "${BASE}.tar" ]]; then
   rm -rf "${BASE}.partial"
