@@ -245,9 +245,24 @@ def c5_base_scheduling(pods, bind_requests, node_name, namespace, pod_name):
     phase = _get(pod, "status", "phase") or "missing"
     node = _get(pod, "spec", "nodeName") or ""
     bound = bool(bind_requests)
-    return {"holds": phase == "Running" and node == node_name and bound,
-            "evidence": ["pod %s/%s is %s on node %s (expected %s)" % (namespace, pod_name, phase, node or "none", node_name),
-                         "BindRequest %s/%s: %s" % (namespace, pod_name, "exists" if bound else "not found")]}
+    evidence = ["pod %s/%s is %s on node %s (expected %s)" % (namespace, pod_name, phase, node or "none", node_name),
+                "BindRequest %s/%s: %s" % (namespace, pod_name, "exists" if bound else "not found")]
+    if phase not in ("Running", "missing"):
+        evidence.extend(_containers_waiting(pod))
+    return {"holds": phase == "Running" and node == node_name and bound, "evidence": evidence}
+
+
+def _containers_waiting(pod):
+    """Why a pod's containers do not run yet, as the kubelet says it ('container app waiting: ErrImagePull: ...')."""
+    reasons = []
+    for status in (_get(pod, "status", "containerStatuses") or []):
+        waiting = _get(status, "state", "waiting")
+        if waiting:
+            reasons.append("container %s waiting: %s%s" % (status.get("name"), waiting.get("reason") or "",
+                                                            (": " + waiting["message"][:300]) if waiting.get("message") else ""))
+    conditions = [c for c in (_get(pod, "status", "conditions") or []) if c.get("status") != "True" and c.get("message")]
+    reasons.extend("condition %s: %s" % (c.get("type"), c["message"][:300]) for c in conditions)
+    return reasons
 
 
 def c6_gpu_memory_accounting(scheduler_lines, log_error, nodes, queue, requests_mib, whole_gpus, kai_namespace):

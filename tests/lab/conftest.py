@@ -51,7 +51,10 @@ def step_succeeded(output, scenario, step):
 
 @pytest.fixture(scope="module")
 def molecule_sim():
-    """``molecule test -s sim --destroy never``; the lab it converged stays up for the module's tests."""
+    """``molecule test -s sim --destroy never``; the lab it converged stays up for the module's tests.
+    Molecule's state of an earlier run that never destroyed (an interrupted one) is reset first: with
+    ``--destroy never`` the scenario's first destroy does not run, and a stale state would skip create."""
+    molecule("reset", "-s", "sim")
     returncode, output = molecule("test", "-s", "sim", "--destroy", "never")
     yield dict(returncode=returncode, output=output, name=MOLECULE_SIM_NAME,
                workdir=os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "sim", MOLECULE_SIM_NAME))

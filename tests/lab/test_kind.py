@@ -94,6 +94,7 @@ def kind_lab():
     """``molecule test -s default --destroy never`` from a host without the scenario's cluster; the host
     snapshot before; the lab stays up for the module's tests, then ``molecule destroy``."""
     before = host_snapshot()
+    molecule("reset", "-s", "default")  # an interrupted run's state would skip create (conftest's molecule_sim says why)
     started = time.monotonic()
     returncode, output = molecule("test", "-s", "default", "--destroy", "never")
     lab = dict(returncode=returncode, output=output, before=before, seconds=time.monotonic() - started)

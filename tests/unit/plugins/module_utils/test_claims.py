@@ -227,6 +227,18 @@ def test_c5_fails_for_each_reason(pods, binds, line, expected):
     assert result["evidence"][line] == expected
 
 
+def test_c5_says_why_a_bound_pod_does_not_run():
+    pod = _whole_gpu_pod("Pending")
+    pod["status"]["containerStatuses"] = [{"name": "app", "ready": False,
+                                           "state": {"waiting": {"reason": "ErrImagePull", "message": "failed to pull image \"x:1\""}}}]
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "False", "message": "containers with unready status: [app]"},
+                                   {"type": "PodScheduled", "status": "True"}]
+    result = claims.c5_base_scheduling([pod], [recorded("whole_gpu_bind_request")], NODE, "default", "kai-whole-gpu")
+    assert result["holds"] is False
+    assert result["evidence"][2:] == ['container app waiting: ErrImagePull: failed to pull image "x:1"',
+                                      "condition Ready: containers with unready status: [app]"]
+
+
 # C6 ---------------------------------------------------------------------------------------
 
 def test_c6_holds_with_the_division_line_of_whole_gpus_plus_the_fraction():
