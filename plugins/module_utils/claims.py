@@ -258,8 +258,8 @@ def _containers_waiting(pod):
     for status in (_get(pod, "status", "containerStatuses") or []):
         waiting = _get(status, "state", "waiting")
         if waiting:
-            reasons.append("container %s waiting: %s%s" % (status.get("name"), waiting.get("reason") or "",
-                                                            (": " + waiting["message"][:300]) if waiting.get("message") else ""))
+            message = (": " + waiting["message"][:300]) if waiting.get("message") else ""
+            reasons.append("container %s waiting: %s%s" % (status.get("name"), waiting.get("reason") or "", message))
     conditions = [c for c in (_get(pod, "status", "conditions") or []) if c.get("status") != "True" and c.get("message")]
     reasons.extend("condition %s: %s" % (c.get("type"), c["message"][:300]) for c in conditions)
     return reasons
