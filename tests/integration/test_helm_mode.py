@@ -17,10 +17,11 @@ from kubernetes.dynamic.exceptions import NotFoundError
 
 from conftest import run_playbook
 
+from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read as read_versions
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(os.path.dirname(__file__), "charts", "values-echo")
-with open(os.path.join(ROOT, "roles", "helm_binary", "defaults", "main.yml")) as _handle:
-    HELM_VERSION = yaml.safe_load(_handle)["helm_binary_version"]
+HELM_VERSION = read_versions()["HELM_VERSION"]
 HELM_DIR = os.path.join(ROOT, ".cache", "helm", HELM_VERSION, "bin")
 PLAYBOOK = os.path.join(os.path.dirname(__file__), "playbooks", "nvml_mock.yml")
 

@@ -15,7 +15,7 @@ BIN_DIR = os.environ.get("SIM_BIN_DIR") or subprocess.run(
 
 
 def test_the_list_of_the_kai_version_built_names_every_suite_of_its_module():
-    version = kai_e2e.kai_version(BIN_DIR)
+    version = kai_e2e.kai_version()
     module = kai_e2e.module_dir(version)
     assert os.path.isdir(module), "KAI %s's module is not in Go's module cache (build.sh downloads it)" % version
     suites = kai_e2e.report.module_suites(module)

@@ -77,8 +77,12 @@ def write_sysctl(key, value):
         handle.write(value)
 
 
-def host_leftovers(workdir, bridge):
-    """What of the node could be left on the host, by kind."""
+def cni_results():
+    return set(os.listdir("/var/lib/cni/results")) if os.path.isdir("/var/lib/cni/results") else set()
+
+
+def host_leftovers(workdir, bridge, earlier_cni_results=()):
+    """What of the node could be left on the host, by kind (CNI results there before the node are not its)."""
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
     rules = subprocess.run(["iptables", "-w", "-t", "nat", "-S"], capture_output=True, text=True, check=True).stdout
     with open("/proc/self/mountinfo") as handle:
@@ -89,7 +93,7 @@ def host_leftovers(workdir, bridge):
         links=[line for line in links.splitlines() if bridge in line],
         rules=[line for line in rules.splitlines() if "gpulab.kai_hami sim node" in line and "nodetest" in line],
         workdir=os.path.exists(workdir),
-        cni_results=list(os.listdir("/var/lib/cni/results")) if os.path.isdir("/var/lib/cni/results") else [],
+        cni_results=sorted(cni_results() - set(earlier_cni_results)),
         kubelet_files=sorted(os.listdir("/var/lib/kubelet/device-plugins")) if os.path.isdir("/var/lib/kubelet/device-plugins") else [],
         cgroups=sorted(glob.glob("/sys/fs/cgroup/*/kubepods") + glob.glob("/sys/fs/cgroup/kubepods")),
     )
@@ -108,6 +112,7 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
     for key, value in KERNEL_DEFAULTS.items():
         write_sysctl(key, value)
     before = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
+    earlier_cni_results = cni_results()
     up = run_playbook(variables)
     bridge = None
     try:
@@ -123,6 +128,7 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
 
         apply(kubeconfig, tmp_path, pod("sleeper", node, image, '[sleep, "3600"]'))
         wait_for("sleeper Running", lambda: kubectl(kubeconfig, "get", "pod", "sleeper", "-o", "jsonpath={.status.phase}").stdout == "Running")
+        assert [name for name in cni_results() - earlier_cni_results if name.startswith("gpulab-nodetest-")], "the node's pod has no CNI result"
         cmdline = kubectl(kubeconfig, "exec", "sleeper", "--", "cat", "/proc/1/cmdline").stdout
         assert cmdline.split("\0")[:2] == ["sleep", "3600"]
         bin_dir = subprocess.run([os.path.join(ROOT, "roles", "local_build", "files", "build.sh"), "--print-bin-dir"],
@@ -172,7 +178,7 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
     finally:
         down = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert down.returncode == 0, down.stdout[-3000:]
-    left = host_leftovers(workdir, bridge or "gk-none")
+    left = host_leftovers(workdir, bridge or "gk-none", earlier_cni_results)
     after = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
     for key, value in initial.items():
         write_sysctl(key, value)
