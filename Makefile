@@ -141,9 +141,10 @@ node-packages: ## Install the Debian packages the sim's real node needs (as root
 	else echo "node-packages: installing $$missing with apt-get (as root)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; fi
 
 # kind where no Docker engine answers: podman (with netavark and aardvark-dns, its network) runs the
-# node with runc; debootstrap and jq assemble the node image where no registry answers.
+# node with runc; debootstrap and jq assemble the node image where no registry answers. After
+# node-packages: apt-get runs one at a time (make -j would start both).
 KIND_PACKAGES := podman netavark aardvark-dns conmon runc debootstrap jq nftables
-kind-packages: ## Install the Debian packages kind needs without a Docker engine or a registry (as root, with apt-get; only the missing ones)
+kind-packages: node-packages ## Install the Debian packages kind needs without a Docker engine or a registry (as root, with apt-get; only the missing ones)
 	@missing=$$(for p in $(KIND_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done | xargs); \
 	if [ -z "$$missing" ]; then echo "kind-packages: installed ($(KIND_PACKAGES))"; \
 	elif [ "$$(id -u)" != 0 ]; then echo "kind-packages: kind with podman and a locally built node image needs the Debian packages $$missing, which only root can install: run 'sudo apt-get install $$missing' (or make as root)" >&2; exit 1; \
