@@ -51,8 +51,9 @@ def test_nvml_mock_helm_mode_hands_helm_its_pinned_values(kube, sim_cluster, hel
         first = run_playbook(variables, playbook=PLAYBOOK)
         assert first.returncode == 0, first.stdout[-4000:]
         values = json.loads(configmaps.get(name="nvml-mock-test-values", namespace="default").to_dict()["data"]["values.json"])
-        assert values["image"] == {"repository": defaults["nvml_mock_image_repository"], "tag": str(defaults["nvml_mock_image_tag"]),
-                                   "pullPolicy": "IfNotPresent"}
+        # the image's defaults name the table's entries
+        pinned = read_versions()
+        assert values["image"] == {"repository": pinned["NVML_MOCK_IMAGE"], "tag": pinned["NVML_MOCK_IMAGE_TAG"], "pullPolicy": "IfNotPresent"}
         assert values["gpu"] == {"profile": defaults["nvml_mock_profile"], "count": ""}
 
         again = run_playbook(variables, playbook=PLAYBOOK)
