@@ -223,7 +223,7 @@ def restore(path, proc_sys="/proc/sys"):
             pass
     for made in ("/lib/modules", "/run/containers", "/run/libpod", "/run/runc", "/var/lib/containers"):
         if made not in before["paths"] and os.path.exists(made):
-            leftover = [f for d, _dirs, files in os.walk(made) for f in files if not f.endswith((".boltdb", ".lock", ".json"))]
+            leftover = [f for d, _dirs, files in os.walk(made) for f in files if not f.endswith((".boltdb", ".db", ".lock", ".json"))]
             if not leftover:
                 subprocess.run(["rm", "-rf", made], check=False)
                 done.append("rm -rf " + made)
