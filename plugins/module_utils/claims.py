@@ -238,9 +238,10 @@ def c4_isolator_webhook(log_lines, log_error, dry_run_pod):
                          "isolator volumes in the dry-run pod: %s" % (", ".join(volumes) or "none")]}
 
 
-def c5_base_scheduling(pods, bind_requests, node_name, namespace, pod_name):
+def c5_base_scheduling(pods, bind_requests, node_name, namespace, pod_name, events=None):
     """C5: KAI base scheduling works: the whole-GPU pod runs on the GPU node, bound by KAI (its
-    BindRequest exists; the manifest names no node)."""
+    BindRequest exists; the manifest names no node). ``events``, the pod's (oldest first), say
+    why a pod that does not run waits."""
     pod = _first(pods)
     phase = _get(pod, "status", "phase") or "missing"
     node = _get(pod, "spec", "nodeName") or ""
@@ -249,7 +250,24 @@ def c5_base_scheduling(pods, bind_requests, node_name, namespace, pod_name):
                 "BindRequest %s/%s: %s" % (namespace, pod_name, "exists" if bound else "not found")]
     if phase not in ("Running", "missing"):
         evidence.extend(_containers_waiting(pod))
+        evidence.extend(_last_events(events))
     return {"holds": phase == "Running" and node == node_name and bound, "evidence": evidence}
+
+
+def _last_events(events, count=6):
+    """The last event of each reason about an object, the latest reasons last, as 'event Reason (xN): message'
+    (N the times that reason was seen)."""
+    last, seen = {}, {}
+    for event in events or []:
+        reason = event.get("reason") or ""
+        seen[reason] = seen.get(reason, 0) + (event.get("count") or 1)
+        last.pop(reason, None)
+        last[reason] = event
+    said = []
+    for reason, event in list(last.items())[-count:]:
+        times = (" (x%d)" % seen[reason]) if seen[reason] > 1 else ""
+        said.append("event %s%s: %s" % (reason, times, (event.get("message") or "")[:300]))
+    return said
 
 
 def _containers_waiting(pod):

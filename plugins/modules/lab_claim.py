@@ -499,7 +499,10 @@ class ClaimDecider:
             if error.reason != "kind not served":
                 raise
             bind = None
-        return claims.c5_base_scheduling(pods, [bind] if bind else [], lab["gpu_node"], lab["namespace"], lab["whole_gpu_pod"])
+        events = None
+        if not any((p.get("status") or {}).get("phase") == "Running" for p in pods):
+            events = self.service.events_for("Pod", lab["whole_gpu_pod"], lab["namespace"])
+        return claims.c5_base_scheduling(pods, [bind] if bind else [], lab["gpu_node"], lab["namespace"], lab["whole_gpu_pod"], events)
 
     def c6(self):
         lab = self.lab

@@ -239,6 +239,22 @@ def test_c5_says_why_a_bound_pod_does_not_run():
                                       "condition Ready: containers with unready status: [app]"]
 
 
+def test_c5_names_the_last_events_of_a_pod_that_does_not_run():
+    pod = _whole_gpu_pod("Pending")
+    events = [{"reason": "Scheduled", "message": "Successfully assigned default/kai-whole-gpu to %s" % NODE}]
+    events += [{"reason": "Step%d" % i, "message": "m%d" % i} for i in range(6)]
+    events.append({"reason": "FailedCreatePodSandBox", "count": 3, "message": "rpc error: first"})
+    events.append({"reason": "Step2", "message": "m2 again"})
+    events.append({"reason": "FailedCreatePodSandBox", "count": 2, "message": "rpc error: " + "x" * 400})
+    result = claims.c5_base_scheduling([pod], [recorded("whole_gpu_bind_request")], NODE, "default", "kai-whole-gpu", events)
+    said = [line for line in result["evidence"] if line.startswith("event ")]
+    # one line per reason, at its last place, with the times it was seen
+    assert said == (["event Step%d: m%d" % (i, i) for i in (1, 3, 4, 5)] + ["event Step2 (x2): m2 again"]
+                    + ["event FailedCreatePodSandBox (x5): rpc error: " + "x" * 289])
+    running = claims.c5_base_scheduling([_whole_gpu_pod()], [recorded("whole_gpu_bind_request")], NODE, "default", "kai-whole-gpu", events)
+    assert not [line for line in running["evidence"] if line.startswith("event ")]
+
+
 # C6 ---------------------------------------------------------------------------------------
 
 def test_c6_holds_with_the_division_line_of_whole_gpus_plus_the_fraction():
