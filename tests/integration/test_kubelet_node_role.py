@@ -77,6 +77,20 @@ def write_sysctl(key, value):
         handle.write(value)
 
 
+def kubelet_firewall():
+    """The kubelet's iptables chains on the host ('iptables filter KUBE-FIREWALL', ...), the rules that jump to
+    them, and the nftables tables."""
+    found = []
+    for ipt in ("iptables", "ip6tables"):
+        for table in ("filter", "nat", "mangle"):
+            rules = subprocess.run([ipt, "-w", "-t", table, "-S"], capture_output=True, text=True, check=False).stdout.splitlines()
+            found += ["%s %s %s" % (ipt, table, line) for line in rules
+                      if re.match(r"-N KUBE-(FIREWALL|KUBELET-CANARY|IPTABLES-HINT)$", line)
+                      or re.search(r" -j KUBE-(FIREWALL|KUBELET-CANARY|IPTABLES-HINT)$", line)]
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=False).stdout.splitlines()
+    return sorted(found + tables)
+
+
 def cni_results():
     return set(os.listdir("/var/lib/cni/results")) if os.path.isdir("/var/lib/cni/results") else set()
 
@@ -112,12 +126,16 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
     for key, value in KERNEL_DEFAULTS.items():
         write_sysctl(key, value)
     before = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
+    firewall_before = kubelet_firewall()
     earlier_cni_results = cni_results()
     up = run_playbook(variables)
     bridge = None
     try:
         assert {key: read_sysctl(key) for key in KERNEL_DEFAULTS} != KERNEL_DEFAULTS, "the kubelet set none of its sysctls"
         assert up.returncode == 0, up.stdout[-4000:]
+        # the kubelet's chains, which cleanup must take away again (a host that ran a kubelet before may
+        # have them already)
+        assert "iptables filter -N KUBE-FIREWALL" in kubelet_firewall()
         bridge = re.search(r"gk[0-9a-f]{8}", open(os.path.join(workdir, "node", "cni", "net.d",
                                                                "10-gpulab-nodetest.conflist")).read()).group(0)
         info = kubectl(kubeconfig, "get", "node", node, "-o",
@@ -180,10 +198,12 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
     assert down.returncode == 0, down.stdout[-3000:]
     left = host_leftovers(workdir, bridge or "gk-none", earlier_cni_results)
     after = {key: read_sysctl(key) for key in KUBELET_SYSCTLS}
+    firewall_after = kubelet_firewall()
     for key, value in initial.items():
         write_sysctl(key, value)
     assert left == dict(processes=[], mounts=[], links=[], rules=[], workdir=False, cni_results=[], kubelet_files=[], cgroups=[]), left
     assert after == before
+    assert firewall_after == firewall_before
     second = run_playbook(variables, dict(sim_cluster_state="absent"))
     assert second.returncode == 0
     assert re.search(r"localhost\s*:.*changed=0\s", second.stdout), second.stdout[-1500:]
