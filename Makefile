@@ -186,7 +186,7 @@ helm: collections ## The pinned helm, installed by the helm_binary role into its
 kai-e2e-gate: collections sim-bin ## The e2e suites with gate: counts (make test runs them); fails on any failure or other passed/skipped counts
 	python tools/kai_e2e.py --gate --report-dir $(CACHE)/kai-e2e-gate
 
-bench-lab: collections sim-bin ## Benchmark: the lab on the sim per step: first run, re-run, --tags verify, cleanup (BENCH_ARGS='--boundary library_stand_in')
+bench-lab: collections sim-bin ## Benchmark: the lab per step as users run it (the sim's real node): first run, re-run, --tags verify, cleanup, each run's slowest tasks (BENCH_ARGS='--node-runtime kwok', '--platform kind', '--boundary library_stand_in')
 	python tools/bench_lab.py $(BENCH_ARGS)
 
 bench-fleet: collections sim-bin $(VENV)/.bench-installed ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs per stage, queues 2:1, fractions through real reservations, an SVG (BENCH_FLEET_ARGS='--nodes 128 --sweep')

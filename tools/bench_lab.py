@@ -1,6 +1,7 @@
-"""Benchmark: the lab on the sim, step by step (warm binaries).
+"""Benchmark: the lab, step by step (warm binaries), as users run it.
 
-Runs, on a sim cluster of its own: playbooks/lab11.yml from nothing to the report, the same again
+Runs, on a cluster of its own (the sim's, with the lab's default GPU node, the real one; or kind's):
+playbooks/lab11.yml from nothing to the report, the same again
 (the idempotent re-run), ``--tags verify`` alone, then playbooks/cleanup.yml. Prints one table:
 seconds per step (role; the lab11 role's claims task, and under it each claim as the report times it) for each run, the totals, the
 changed-task counts, the re-run and verify runs as ratios of the first run, and the reservation
@@ -14,10 +15,11 @@ spends on calls alone, however little each call does.
 
 Then, for each run, the slowest tasks (summed over their loops), to show where the time goes, and
 last one machine-readable line:
-``bench-lab first_s=<s> rerun_s=<s> rerun_ratio=<x> verify_s=<s> cleanup_s=<s>``.
+``bench-lab platform=<sim-kubelet|sim-kwok|kind> first_s=<s> rerun_s=<s> rerun_ratio=<x> verify_s=<s> cleanup_s=<s>``.
 
-usage: python tools/bench_lab.py [--boundary library_stand_in|library_missing] [--node-runtime kwok|kubelet] [--reservation-timeout 40]
-                                [--slowest 12]   (make bench-lab; --node-runtime kubelet runs the GPU node as a real node, as root)
+usage: python tools/bench_lab.py [--platform sim|kind] [--boundary library_stand_in|library_missing] [--node-runtime kubelet|kwok]
+                                [--reservation-timeout 40] [--slowest 10]
+       (make bench-lab BENCH_ARGS='...'; the sim's real node and kind need root; --node-runtime kwok: kwok plays the sim's GPU node)
 """
 
 import argparse
@@ -30,6 +32,9 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+from ansible_collections.gpulab.kai_hami.plugins.module_utils.cache_dir import cache_dir  # noqa: E402  pylint: disable=wrong-import-position
+
 BIN = os.path.dirname(sys.executable)
 NAME = "bench-lab"
 
@@ -95,18 +100,23 @@ def changed(timed):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--platform", default="sim", choices=["sim", "kind"],
+                        help="the sim, or kind (with a Docker engine, or podman and the node image and images built locally)")
     parser.add_argument("--boundary", default="library_missing", choices=["library_missing", "library_stand_in"])
-    parser.add_argument("--node-runtime", default="kwok", choices=["kwok", "kubelet"],
-                        help="the sim's GPU node: played by kwok, or a real node (kubelet and containerd; root)")
+    parser.add_argument("--node-runtime", default="kubelet", choices=["kubelet", "kwok"],
+                        help="the sim's GPU node: a real node (kubelet and containerd; root), the lab's default, or played by kwok")
     parser.add_argument("--reservation-timeout", type=int, default=40)
-    parser.add_argument("--slowest", type=int, default=12, help="how many of each run's slowest tasks to list")
+    parser.add_argument("--slowest", type=int, default=10, help="how many of each run's slowest tasks to list")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-lab-")
-    sim = os.path.join(work, "sim")
-    extra = dict(lab11_platform="sim", lab11_cluster_name=NAME, sim_cluster_workdir=sim,
-                 lab11_kubeconfig=os.path.join(sim, "kubeconfig"), lab11_report_dir=os.path.join(work, "report"),
-                 lab11_boundary=args.boundary, lab11_sim_node_runtime=args.node_runtime,
-                 lab11_reservation_timeout=args.reservation_timeout)
+    extra = dict(lab11_platform=args.platform, lab11_cluster_name=NAME, lab11_report_dir=os.path.join(work, "report"),
+                 lab11_boundary=args.boundary, lab11_reservation_timeout=args.reservation_timeout)
+    if args.platform == "sim":
+        sim = os.path.join(work, "sim")
+        extra.update(sim_cluster_workdir=sim, lab11_kubeconfig=os.path.join(sim, "kubeconfig"), lab11_sim_node_runtime=args.node_runtime)
+    else:
+        # kind keeps its kubeconfig where the lab's playbooks look for a kind cluster of that name
+        extra.update(lab11_kubeconfig=cache_dir("kind", NAME, "kubeconfig"))
     runs = []
     cost = None
     try:
@@ -125,8 +135,11 @@ def main():
     for _label, _wall, timed, _rc in runs:
         steps += [step for step in timed["steps"] if step not in steps]
     width = max(len(step) for step in steps + ["wall time (whole run)"])
-    print("Lab 11 on the sim, boundary %s, GPU node %s, seconds (warm binaries)"
-          % (args.boundary, "real (kubelet, containerd)" if args.node_runtime == "kubelet" else "played by kwok"))
+    if args.platform == "kind":
+        where = "kind"
+    else:
+        where = "the sim, GPU node %s" % ("real (kubelet, containerd)" if args.node_runtime == "kubelet" else "played by kwok")
+    print("Lab 11 on %s, boundary %s, seconds (warm binaries)" % (where, args.boundary))
     print("%-*s" % (width, "step") + "".join("%15s" % label for label, _w, _t, _rc in runs))
     for step in steps:
         print("%-*s" % (width, step) + "".join("%15.1f" % timed["steps"].get(step, 0.0) for _l, _w, timed, _rc in runs))
@@ -155,8 +168,9 @@ def main():
         for task, seconds in slowest:
             print("  %6.1f  %s" % (seconds, task))
     walls = dict((label, wall) for label, wall, _t, _rc in runs)
-    print("bench-lab first_s=%.1f rerun_s=%.1f rerun_ratio=%.2f verify_s=%.1f cleanup_s=%.1f"
-          % (first, walls["re-run"], walls["re-run"] / first, walls["--tags verify"], walls["cleanup"]))
+    platform = "kind" if args.platform == "kind" else "sim-" + args.node_runtime
+    print("bench-lab platform=%s first_s=%.1f rerun_s=%.1f rerun_ratio=%.2f verify_s=%.1f cleanup_s=%.1f"
+          % (platform, first, walls["re-run"], walls["re-run"] / first, walls["--tags verify"], walls["cleanup"]))
     return 0 if all(rc == 0 for _l, _w, _t, rc in runs) else 1
 
 
