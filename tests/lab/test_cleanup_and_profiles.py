@@ -94,7 +94,10 @@ def test_the_lab_follows_its_gpu_profile_and_cleanup_by_name_leaves_nothing(tmp_
         in gone.stdout, gone.stdout[-3000:]
     assert "Lab 11" not in gone.stdout and "A100" not in gone.stdout
 
-    unknown = run_playbook(dict(cleanup_cluster_name="no-such-lab", cleanup_docker_socket=str(tmp_path / "no-docker.sock")), playbook=CLEANUP)
+    unknown = run_playbook(dict(cleanup_cluster_name="no-such-lab", cleanup_docker_socket=str(tmp_path / "no-docker.sock"),
+                                cleanup_podman_dir=str(tmp_path / "no-podman")), playbook=CLEANUP)
     assert unknown.returncode == 0 and re.search(r"localhost\s*:.*changed=0\s", unknown.stdout), unknown.stdout[-3000:]
-    assert ("No cluster named no-such-lab to remove: no sim work dir at %s and no process under it, and no Docker engine answers on %s"
-            " for a kind cluster. Nothing was changed." % (WORKDIR.replace(NAME, "no-such-lab"), tmp_path / "no-docker.sock")) in unknown.stdout
+    assert ("No cluster named no-such-lab to remove: no sim work dir at %s and no process under it, no Docker engine answers on %s"
+            " and no kind node of that name runs in the collection's podman (%s). Nothing was changed."
+            % (WORKDIR.replace(NAME, "no-such-lab"), tmp_path / "no-docker.sock", tmp_path / "no-podman")) in unknown.stdout, \
+        unknown.stdout[-3000:]
