@@ -14,7 +14,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 def yaml_files():
     for top in ("roles", "playbooks", "molecule"):
-        for base, _, names in os.walk(os.path.join(ROOT, top)):
+        for base, _subdirs, names in os.walk(os.path.join(ROOT, top)):
             for name in sorted(names):
                 if name.endswith((".yml", ".yaml")):
                     yield os.path.relpath(os.path.join(base, name), ROOT)
