@@ -28,10 +28,16 @@ plays the kubelet for the nodes. This agent ties the two together, through the A
     pod shows the process's own log, and sets the pod Ready only while the process answers
     its health URL (NotReady within seconds after it dies).
 
+``gpu-operator-stand-in --kubeconfig K --namespace gpu-operator --health-address 127.0.0.1:P``
+    A stand-in for run.ai's fake-gpu-operator on the nodes kwok plays (``gpu_operator_stand_in.py``):
+    from its topology ConfigMap, read once, each node of a pool gets ``nvidia.com/gpu`` in its
+    capacity and allocatable, and the operator's labels (what KAI's scale suite reads).
+
 KAI's reservation pods on nodes kwok plays are run by ``kai_reservation_runner.py``, beside this
 file, with these modules (the sim_kai role starts it). One job per file, beside this one: ``cri_log.py`` (the log format, ``run``),
 ``pod_netns.py`` (network namespaces and relays: ``pod``, ``netns-exec``), ``kube_api.py`` (the
-API calls), ``health.py`` (health URLs) and ``placeholders.py`` (``placeholders``).
+API calls), ``health.py`` (health URLs), ``placeholders.py`` (``placeholders``) and ``gpu_operator_stand_in.py``
+(``gpu-operator-stand-in``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -40,6 +46,7 @@ import argparse
 import sys
 
 from cri_log import run
+from gpu_operator_stand_in import TopologyError, gpu_operator_stand_in
 from placeholders import placeholders
 from pod_netns import exec_in_namespace, pod
 
@@ -67,6 +74,11 @@ def parse_args(argv):
     place.add_argument("--kubeconfig", required=True)
     place.add_argument("--health-address", required=True, help="host:port of this agent's /healthz")
 
+    gpus = commands.add_parser("gpu-operator-stand-in", help="give the nodes kwok plays GPUs from fake-gpu-operator's topology")
+    gpus.add_argument("--kubeconfig", required=True)
+    gpus.add_argument("--namespace", default="gpu-operator", help="where the topology ConfigMap is")
+    gpus.add_argument("--health-address", required=True, help="host:port of the stand-in's /healthz")
+
     args = parser.parse_args(argv)
     if args.command in ("run", "pod", "netns-exec"):
         args.argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
@@ -91,6 +103,12 @@ def main(argv=None):
         return pod(args.log, args.reach, args.expose, args.argv)
     if args.command == "netns-exec":
         return exec_in_namespace(args.control_fd, args.reach, args.argv)
+    if args.command == "gpu-operator-stand-in":
+        try:
+            return gpu_operator_stand_in(args)
+        except TopologyError as error:
+            sys.stderr.write("gpu-operator stand-in: %s\n" % error)
+            return 1
     return placeholders(args)
 
 
