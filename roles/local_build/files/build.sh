@@ -160,6 +160,8 @@ if [[ "${MODE}" == sync ]]; then
             -replace "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}=${KAI_SOURCE_MODULE}@${KAI_VERSION}"
         fi \
      && GOPROXY="${kai_proxy}" go get -modfile="${KAI_MODFILE}" "github.com/kai-scheduler/KAI-scheduler@${KAI_VERSION}" \
+     && echo "sync kai  -> run.ai's kwok-operator ${KWOK_OPERATOR_VERSION} as a tool of the wrapper (KAI's scale suite drives it)" \
+     && GOPROXY="${kai_proxy}" go get -modfile="${KAI_MODFILE}" -tool "github.com/run-ai/kwok-operator/cmd@${KWOK_OPERATOR_VERSION}" \
      && GOPROXY="${kai_proxy}" go mod tidy -modfile="${KAI_MODFILE}" \
      && echo "sync kai  -> go.sum lines for the test dependencies of KAI's e2e suites (make kai-e2e)" \
      && GOPROXY="${kai_proxy}" GOFLAGS=-mod=mod go list -modfile="${KAI_MODFILE}" -e -test -deps \
@@ -275,6 +277,30 @@ build_one() {
   fi
   mv -f "${tmp}" "${bin}"
   printf '%-24s built   %6ss  (%s)%s\n' "${name}" "${secs}" "${expect}" "${rss:+  peak RSS ${rss} MiB}"
+}
+
+# kwok_operator_crds: kwok-operator's CRDs (config/crd/bases of its module, the version the kai
+# wrapper resolves) into <bin dir>/kwok-operator-crds, never into the checkout.
+kwok_operator_crds() {
+  local t0 src dest="${SIM_BIN_DIR}/kwok-operator-crds" source="github.com/run-ai/kwok-operator ${KWOK_OPERATOR_VERSION}"
+  t0="$(date +%s.%N)"
+  if [[ "${SIM_BIN_FORCE:-0}" != 1 && "$(cat "${dest}/source" 2>/dev/null)" == "${source}" ]]; then
+    printf '%-24s cached  %6ss  (%s)\n' kwok-operator-crds "$(elapsed "${t0}" "$(date +%s.%N)")" "config/crd/bases of ${source}"
+    return 0
+  fi
+  src="$(cd "${SCRIPT_DIR}/kai" && GOFLAGS=-mod=mod go mod download -json "${KAI_FLAGS[@]}" "github.com/run-ai/kwok-operator@${KWOK_OPERATOR_VERSION}" \
+         | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Dir",""))')" || src=""
+  if ! compgen -G "${src}/config/crd/bases/*.yaml" >/dev/null; then
+    echo "build.sh: kwok-operator's CRDs (config/crd/bases) not found in its module (${src:-not downloaded})" >&2
+    FAILED+=(kwok-operator-crds)
+    return 0
+  fi
+  rm -rf "${dest}.tmp" && mkdir -p "${dest}.tmp"
+  cp "${src}"/config/crd/bases/*.yaml "${dest}.tmp/"
+  chmod -R u+w "${dest}.tmp"
+  echo "${source}" >"${dest}.tmp/source"
+  rm -rf "${dest}" && mv "${dest}.tmp" "${dest}"
+  printf '%-24s copied  %6ss  (%s)\n' kwok-operator-crds "$(elapsed "${t0}" "$(date +%s.%N)")" "config/crd/bases of ${source}"
 }
 
 # --- Kubernetes -------------------------------------------------------------
@@ -422,6 +448,14 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
         [[ "${suite}" == scale ]] && pkg="github.com/kai-scheduler/KAI-scheduler/test/e2e/scale"
         BUILD_TEST=1 build_one "kai-e2e/${suite//\//-}.test" "${SCRIPT_DIR}/kai" "${pkg}" \
           "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
+        # The scale suite drives run.ai's kwok-operator (its NodePools): the operator's program, at
+        # the version KAI's go.mod requires (KWOK_OPERATOR_VERSION), and its CRDs read from its module.
+        if [[ "${suite}" == scale ]]; then
+          build_one kwok-operator "${SCRIPT_DIR}/kai" github.com/run-ai/kwok-operator/cmd \
+            "gomod github.com/run-ai/kwok-operator ${KWOK_OPERATOR_VERSION:?versions.env sets no KWOK_OPERATOR_VERSION}" \
+            "-s -w" "${KAI_FLAGS[@]}"
+          kwok_operator_crds
+        fi
       done
     else
       selected kai-crds && FAILED+=(kai-crds)

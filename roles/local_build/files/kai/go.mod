@@ -98,6 +98,7 @@ require (
 	github.com/quic-go/quic-go v0.59.1 // indirect
 	github.com/ray-project/kuberay/ray-operator v1.5.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/run-ai/kwok-operator v0.0.0-20240926063032-05b6364bc7c7 // indirect
 	github.com/samber/lo v1.47.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cobra v1.10.1 // indirect
@@ -201,4 +202,5 @@ tool (
 	github.com/kai-scheduler/KAI-scheduler/cmd/queuecontroller
 	github.com/kai-scheduler/KAI-scheduler/cmd/resourcereservation
 	github.com/kai-scheduler/KAI-scheduler/cmd/scheduler
+	github.com/run-ai/kwok-operator/cmd
 )
