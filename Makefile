@@ -5,6 +5,8 @@ SHELL := /bin/bash
 include versions.env
 
 PYTHON ?= python3
+# KAI's scale suite's NODE_COUNT (make kai-scale): nodes of 8 GPUs, 500 as in KAI's own runs
+NODE_COUNT ?= 500
 VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 CACHE := $(CURDIR)/.cache
@@ -29,7 +31,7 @@ export ANSIBLE_NOCOLOR := 1
 
 ACTIONLINT := $(CACHE)/actionlint/$(ACTIONLINT_VERSION)/bin/actionlint
 
-.PHONY: node-packages kind-packages kind-node-image actionlint help test real-node-tests kwok-tests kai-e2e-build helm checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate bench bench-lab bench-fleet requirements clean clean-cache
+.PHONY: node-packages kind-packages kind-node-image actionlint help test real-node-tests kwok-tests kai-e2e-build helm checks lab lab-clean lab-tests molecule-sim venv collections sim-bin sanity lint changelog-lint units integration pytest kai-e2e kai-e2e-gate kai-scale bench bench-lab bench-fleet requirements clean clean-cache
 
 help: ## List the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-22s %s\n", $$1, $$2}'
@@ -176,6 +178,9 @@ bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8
 
 kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/kai-<version>.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
 	python tools/kai_e2e.py $(KAI_E2E_ARGS)
+
+kai-scale: collections sim-bin ## KAI's own scale suite, unchanged, on a sim cluster of NODE_COUNT nodes (default 500, as KAI's) with kwok-operator and the gpu-operator stand-in; report in kai-scale-report/ beside KAI's example report (KAI_SCALE_ARGS='--focus Sanity')
+	python tools/kai_scale.py --nodes $(NODE_COUNT) $(KAI_SCALE_ARGS)
 
 kai-e2e-build: collections sim-bin ## Build the test binaries of the e2e suites with gate: counts (kai-e2e-gate builds them too)
 	python tools/kai_e2e.py --gate --build-only

@@ -1,0 +1,329 @@
+"""KAI's own scale suite (KAI's test/e2e/scale, unchanged) on a sim cluster, with its figures beside KAI's example report.
+
+Builds the suite as a Ginkgo test binary from KAI's Go module with run.ai's kwok-operator (the version
+KAI's go.mod requires; roles/local_build/files/build.sh), brings up the cluster of
+tests/kai_scale/cluster.yml (the cluster of KAI's e2e suites with one real GPU node running KAI's
+operator, kwok-operator and KAI's managed NodePool, and the gpu-operator stand-in of gpulab.kai_hami
+in place of run.ai's fake-gpu-operator), runs the suite with its own parameters (``NODE_COUNT``
+nodes of 8 GPUs; the Topology specs make 512 nodes whatever it is), and takes the cluster down.
+
+Writes ``<report dir>/``: ``kwok_scale_test.json`` (the suite's own results file), ``ginkgo.json``
+and ``junit.xml`` (Ginkgo's reports), ``suite.log``, ``usage.json`` (each component's peak memory
+and CPU time, sampled every 2 s from /proc: kube-apiserver, etcd, kwok, kwok-operator, the stand-in,
+each KAI program) and ``report.md``: every spec of the suite with its state, time and figures,
+beside KAI's example report (docs/scale-tests/example-report.json in KAI's module). A spec the list
+(tests/kai_e2e/kai-<version>.yml, the scale suite's ``skip:``) leaves out is counted as excluded, with
+its reason. Prints the table and, last, one machine-readable line:
+``kai-scale: passed=<n> failed=<n> excluded=<n> not_run=<n> total=<n> nodes=<n>`` (not_run: specs
+--focus did not ask for, or that the run did not reach).
+
+usage: python tools/kai_scale.py [--nodes 500] [--timeout 360] [--report-dir kai-scale-report] [--keep]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kai_e2e  # noqa: E402  (a tool beside this one: the build, KAI's module, the playbooks)
+import kai_e2e_report as report  # noqa: E402
+
+ROOT = report.ROOT
+CLUSTER = "kai-scale"
+SUITE = "scale"
+# KAI's suite: nodes/10 distributed jobs of 10 pods; with fewer than 10 nodes there are none, and the spec
+# fails on an empty list. Kubernetes supports clusters of at most 5,000 nodes.
+MIN_NODES, MAX_NODES = 10, 5000
+RESULTS = "kwok_scale_test.json"
+# what a process is, from its command line: (component, pattern); the first match names it
+COMPONENTS = (
+    ("gpu-operator stand-in", re.compile(r"sim_agent\.py gpu-operator-stand-in\b")),
+    ("kwok-operator", re.compile(r"(^|/)kwok-operator\b")),
+    ("kube-apiserver", re.compile(r"(^|/)kube-apiserver\b")),
+    ("kube-controller-manager", re.compile(r"(^|/)kube-controller-manager\b")),
+    ("kube-scheduler", re.compile(r"(^|/)kube-scheduler\b")),
+    ("etcd", re.compile(r"(^|/)etcd\b")),
+    ("kwok", re.compile(r"(^|/)kwok\b")),
+    ("kubelet", re.compile(r"(^|/)kubelet\b")),
+    ("containerd", re.compile(r"(^|/)containerd\b")),
+    ("the scale suite", re.compile(r"(^|/)scale\.test\b")),
+)
+# KAI's programs in their containers on the real node: the operator names each by its Deployment
+KAI_PROGRAMS = ("scheduler", "binder", "admission", "podgrouper", "podgroupcontroller", "queuecontroller", "operator")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", default=os.environ.get("NODE_COUNT") or "500",
+                        help="the suite's NODE_COUNT: nodes of 8 GPUs in its big cluster (default 500, as KAI's)")
+    parser.add_argument("--timeout", default="360", help="minutes for the whole suite (Ginkgo's --ginkgo.timeout)")
+    parser.add_argument("--focus", default="", help="run only the specs whose full text matches this regular expression")
+    parser.add_argument("--report-dir", default=os.path.join(ROOT, "kai-scale-report"))
+    parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
+    args = parser.parse_args(argv)
+    problems = []
+    if not re.fullmatch(r"[0-9]+", str(args.nodes)) or not MIN_NODES <= int(args.nodes) <= MAX_NODES:
+        problems.append("--nodes (NODE_COUNT) must be a whole number from %d to %d, not %r: the suite runs nodes/10 distributed"
+                        " jobs of 10 pods (none below %d), and Kubernetes supports at most %d nodes in a cluster"
+                        % (MIN_NODES, MAX_NODES, args.nodes, MIN_NODES, MAX_NODES))
+    if not re.fullmatch(r"[0-9]+", str(args.timeout)) or int(args.timeout) < 1:
+        problems.append("--timeout must be a whole number of minutes, at least 1, not %r" % args.timeout)
+    if args.focus:
+        try:
+            re.compile(args.focus)
+        except re.error as error:
+            problems.append("--focus must be a regular expression (%s): %r" % (error, args.focus))
+    if problems:
+        parser.error("; ".join(problems) + ". Nothing was built or created.")
+    args.nodes, args.timeout = int(args.nodes), int(args.timeout)
+    return args
+
+
+class UsageSampler(threading.Thread):
+    """Each component's peak resident memory and CPU time, from /proc every 2 s; and the times the results file grew."""
+
+    def __init__(self, results_file):
+        super().__init__(daemon=True)
+        self.results_file = results_file
+        self.peak_mib = {}
+        self.cpu_s = {}
+        self.last_cpu = {}
+        self.results_seen = []  # (time, number of entries) each time the suite's results file gained entries
+        self.stopped = threading.Event()
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def component(cmdline):
+        for name, pattern in COMPONENTS:
+            if pattern.search(cmdline):
+                return name
+        first = cmdline.split(" ", 1)[0]
+        for program in KAI_PROGRAMS:
+            if re.search(r"(^|/)(kai-)?%s$" % program, first):
+                return "KAI " + program
+        return None
+
+    def sample(self):
+        totals = {}
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                    cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                name = self.component(cmdline)
+                if not name:
+                    continue
+                with open("/proc/%s/stat" % pid) as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                with open("/proc/%s/status" % pid) as handle:
+                    rss_kib = next((int(line.split()[1]) for line in handle if line.startswith("VmRSS:")), 0)
+            except (OSError, StopIteration, IndexError, ValueError):
+                continue
+            cpu = (int(fields[11]) + int(fields[12])) / float(self.tick)
+            self.last_cpu[pid] = (name, cpu)
+            rss, _ = totals.get(name, (0, 0))
+            totals[name] = (rss + rss_kib, 0)
+        for name, (rss_kib, _) in totals.items():
+            self.peak_mib[name] = max(self.peak_mib.get(name, 0), rss_kib // 1024)
+
+    def cpu_by_component(self):
+        out = {}
+        for name, cpu in self.last_cpu.values():
+            out[name] = out.get(name, 0.0) + cpu
+        return out
+
+    def watch_results(self):
+        try:
+            with open(self.results_file) as handle:
+                entries = len(json.load(handle).get("tests") or [])
+        except (OSError, ValueError):
+            return
+        if not self.results_seen or self.results_seen[-1][1] != entries:
+            self.results_seen.append((time.time(), entries))
+
+    def run(self):
+        while not self.stopped.wait(2.0):
+            self.sample()
+            self.watch_results()
+
+
+def parse_time(text):
+    """Ginkgo's RFC 3339 times (nanoseconds and all) as epoch seconds."""
+    found = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", text or "")
+    if not found:
+        return None
+    import calendar
+    seconds = calendar.timegm(time.strptime(found.group(1), "%Y-%m-%dT%H:%M:%S"))
+    if found.group(3) != "Z":
+        sign = 1 if found.group(3)[0] == "+" else -1
+        seconds -= sign * (int(found.group(3)[1:3]) * 3600 + int(found.group(3)[4:6]) * 60)
+    return seconds + float(found.group(2) or 0)
+
+
+def spec_name(spec):
+    return " ".join(list(spec.get("ContainerHierarchyTexts") or []) + [spec.get("LeafNodeText") or ""]).strip()
+
+
+def specs_of(ginkgo_json):
+    """The It specs of a Ginkgo JSON report: {full text: spec report}."""
+    with open(ginkgo_json) as handle:
+        suites = json.load(handle)
+    return dict((spec_name(spec), spec) for suite in suites for spec in suite.get("SpecReports") or []
+                if spec.get("LeafNodeType") == "It")
+
+
+def kai_metrics(spec):
+    """The figures KAI's example report gives a spec (its Test Metrics entry)."""
+    for entry in spec.get("ReportEntries") or []:
+        if entry.get("Name") == "Test Metrics":
+            try:
+                return json.loads((entry.get("Value") or {}).get("AsJSON") or "{}")
+            except ValueError:
+                return {}
+    return {}
+
+
+def our_metrics(specs, results, results_seen):
+    """Attribute each entry of the suite's results file to the spec that ran when it appeared: {spec: [details]}."""
+    found = {}
+    for index, entry in enumerate(results):
+        seen_at = next((at for at, count in results_seen if count > index), None)
+        owner = None
+        if seen_at is not None:
+            for name, spec in specs.items():
+                start, end = parse_time(spec.get("StartTime")), parse_time(spec.get("EndTime"))
+                if start is not None and end is not None and start - 1 <= seen_at <= end + 3:
+                    owner = name
+        found.setdefault(owner or "(no spec: %s)" % entry.get("test_name"), []).append(dict(entry.get("details") or {},
+                                                                                          test_name=entry.get("test_name")))
+    return found
+
+
+def figures(details):
+    return ", ".join("%s %s" % (key, value) for key, value in sorted(details.items()) if key != "test_name")
+
+
+def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
+    """report.md and results.json: each spec of the suite, ours beside KAI's example report."""
+    rows, counts = [], {"passed": 0, "failed": 0, "excluded": 0, "not_run": 0}
+    for name in sorted(set(ours) | set(theirs), key=lambda n: (parse_time((theirs.get(n) or ours.get(n) or {}).get("StartTime")) or 0, n)):
+        spec = ours.get(name) or {}
+        state = spec.get("State", "not run")
+        reason = next((why for pattern, why in excluded if re.search(pattern, name)), None)
+        if reason and state in ("skipped", "not run"):
+            state = "excluded"
+        elif state in ("skipped", "not run") and not (spec.get("Failure") or {}).get("Message"):
+            # not asked for (--focus) or not reached (the run ended first)
+            state = "not run"
+        counts["passed" if state == "passed" else "excluded" if state == "excluded" else "not_run" if state == "not run" else "failed"] += 1
+        theirs_spec = theirs.get(name) or {}
+        rows.append({
+            "spec": name, "state": state, "seconds": round((spec.get("RunTime") or 0) / 1e9, 1),
+            "figures": metrics.get(name) or [], "reason": reason or ((spec.get("Failure") or {}).get("Message") or "")[:300],
+            "kai_state": theirs_spec.get("State", "-"), "kai_seconds": round((theirs_spec.get("RunTime") or 0) / 1e9, 1),
+            "kai_figures": kai_metrics(theirs_spec),
+        })
+    counts["total"] = len(rows)
+    with open(os.path.join(report_dir, "results.json"), "w") as handle:
+        json.dump(dict(meta, counts=counts, specs=rows, usage=usage), handle, indent=1)
+    lines = ["# KAI %s's scale suite on the sim, %d nodes" % (meta["kai_version"], meta["nodes"]), "",
+             "%s. Run %s; KAI's example report: %s." % (meta["cluster"], meta["date"], meta["example"]), "",
+             "| spec | ours | seconds | figures | KAI's example | seconds | figures |", "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            row["spec"], row["state"] + (" (%s)" % row["reason"].replace("|", "/").replace("\n", " ") if row["reason"] else ""),
+            row["seconds"], "; ".join(figures(d) for d in row["figures"]) or "-", row["kai_state"], row["kai_seconds"],
+            figures(row["kai_figures"]) or "-"))
+    lines += ["", "Peak resident memory and CPU time per component (sampled every 2 s):", "",
+              "| component | peak MiB | CPU s |", "|---|---|---|"]
+    for name in sorted(usage["peak_mib"], key=lambda n: -usage["peak_mib"][n]):
+        lines.append("| %s | %d | %.0f |" % (name, usage["peak_mib"][name], usage["cpu_s"].get(name, 0)))
+    with open(os.path.join(report_dir, "report.md"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return counts, rows
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    version = kai_e2e.kai_version()
+    spec = report.load(report.list_path(version))
+    entry = next((e for e in (spec.get("excluded_suites") or []) + spec["suites"] if e["suite"] == SUITE), {})
+    excluded = [(item["match"], "%s: %s" % (item["class"], item["reason"])) for item in entry.get("skip") or []]
+    module = kai_e2e.module_dir(version)
+    example = os.path.join(module, "docs", "scale-tests", "example-report.json")
+    nodepool = os.path.join(module, "test", "e2e", "scale", "base_kwok_managed_nodepool.yaml")
+
+    bin_dir, build_s, not_built = kai_e2e.build([SUITE])
+    if not_built or not os.path.exists(os.path.join(bin_dir, "kwok-operator")):
+        sys.exit("KAI's scale suite or kwok-operator did not build: %s" % ("; ".join(not_built.values()) or "no kwok-operator"))
+    shutil.rmtree(args.report_dir, ignore_errors=True)
+    os.makedirs(args.report_dir)
+    work = tempfile.mkdtemp(prefix="kai-scale-")
+    sampler = UsageSampler(os.path.join(args.report_dir, RESULTS))
+    sampler.start()
+    cluster_s = run_s = 0.0
+    extra = dict(kai_e2e_workdir=os.path.join(work, "sim"), kai_scale_nodepool_file=nodepool)
+    try:
+        code, cluster_s = kai_e2e.playbook(os.path.join(ROOT, "tests", "kai_scale", "cluster.yml"), extra)
+        if code != 0:
+            sys.exit("the sim cluster for KAI's scale suite did not come up")
+        print("cluster %s up in %.0f s (KAI %s by its chart on a real node, kwok-operator, the gpu-operator stand-in)"
+              % (CLUSTER, cluster_s, version))
+        argv = [os.path.join(bin_dir, kai_e2e.binary_name(SUITE)), "--ginkgo.no-color", "--ginkgo.v",
+                "--ginkgo.timeout=%dm" % args.timeout, "--ginkgo.seed=%d" % spec["seed"], "-test.timeout=0",
+                "--ginkgo.json-report=" + os.path.join(args.report_dir, "ginkgo.json"),
+                "--ginkgo.junit-report=" + os.path.join(args.report_dir, "junit.xml")]
+        if excluded:
+            argv.append("--ginkgo.skip=" + "|".join("(%s)" % pattern for pattern, _ in excluded))
+        if args.focus:
+            argv.append("--ginkgo.focus=" + args.focus)
+        env = dict(os.environ, KUBECONFIG=os.path.join(work, "sim", "kubeconfig"), NODE_COUNT=str(args.nodes))
+        started = time.monotonic()
+        with open(os.path.join(args.report_dir, "suite.log"), "w") as log:
+            subprocess.run(argv, cwd=args.report_dir, env=env, stdout=log, stderr=subprocess.STDOUT, check=False)
+        run_s = time.monotonic() - started
+    finally:
+        sampler.stopped.set()
+        sampler.join(timeout=5)
+        if not args.keep:
+            kai_e2e.playbook(os.path.join(ROOT, "playbooks", "cleanup.yml"),
+                             dict(cleanup_cluster_name=CLUSTER, cleanup_workdir=os.path.join(work, "sim")))
+            shutil.rmtree(work, ignore_errors=True)
+    ours = specs_of(os.path.join(args.report_dir, "ginkgo.json")) if os.path.exists(os.path.join(args.report_dir, "ginkgo.json")) else {}
+    theirs = specs_of(example) if os.path.exists(example) else {}
+    try:
+        with open(os.path.join(args.report_dir, RESULTS)) as handle:
+            results = json.load(handle).get("tests") or []
+    except (OSError, ValueError):
+        results = []
+    usage = {"peak_mib": sampler.peak_mib, "cpu_s": sampler.cpu_by_component()}
+    with open(os.path.join(args.report_dir, "usage.json"), "w") as handle:
+        json.dump(usage, handle, indent=1)
+    meta = dict(kai_version=version, nodes=args.nodes, date=time.strftime("%Y-%m-%d"), seed=spec["seed"],
+                build_s=build_s, cluster_s=cluster_s, run_s=run_s,
+                example=os.path.relpath(example, module) + " of KAI " + version,
+                cluster="KAI %s by its chart and operator on a real node; kwok plays %d nodes of 8 GPUs (kwok-operator's"
+                        " NodePools); the gpu-operator stand-in of gpulab.kai_hami gives them their GPUs, not run.ai's"
+                        " fake-gpu-operator" % (version, args.nodes))
+    counts, rows = write_report(args.report_dir, meta, ours, theirs, our_metrics(ours, results, sampler.results_seen), excluded, usage)
+    for row in rows:
+        print("%-9s %7.0f s  %s%s" % (row["state"], row["seconds"], row["spec"],
+                                     ("  [%s]" % "; ".join(figures(d) for d in row["figures"])) if row["figures"] else ""))
+    print("report: %s (build %.0f s, cluster %.0f s, suite %.0f s; peak MiB: %s)" % (
+        os.path.join(args.report_dir, "report.md"), build_s, cluster_s, run_s,
+        ", ".join("%s %d" % item for item in sorted(usage["peak_mib"].items(), key=lambda item: -item[1])[:6])))
+    print("kai-scale: passed=%d failed=%d excluded=%d not_run=%d total=%d nodes=%d" % (
+        counts["passed"], counts["failed"], counts["excluded"], counts["not_run"], counts["total"], args.nodes))
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
