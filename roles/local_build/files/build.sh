@@ -3,7 +3,8 @@
 # files): the sim's control plane (kube-apiserver, kube-controller-manager, kube-scheduler, etcd,
 # kwok, kwokctl, kwok-stages, kai-crds), KAI-scheduler's programs (kai-scheduler, kai-binder,
 # kai-admission, kai-podgrouper, kai-podgroupcontroller, kai-queuecontroller,
-# kai-resourcereservation, kai-operator; and kai-chart, KAI's Helm chart read from its module), the
+# kai-resourcereservation, kai-operator; and kai-chart, KAI's Helm chart read from its module;
+# run.ai's kwok-operator and its CRDs, which KAI's scale suite drives), the
 # real node's programs (kubelet, containerd, containerd-shim-runc-v2, ctr, runc, crictl, the CNI
 # plugins cni/bridge, cni/host-local and cni/loopback, NVIDIA's nvidia-device-plugin, Kubernetes'
 # pause from the C file in Kubernetes' module), kind's node image's (kubeadm, kube-proxy, kubectl,
@@ -375,6 +376,7 @@ KAI_PROGRAMS=(scheduler binder admission podgrouper podgroupcontroller queuecont
 kai_wanted=0
 selected kai-crds && kai_wanted=1
 selected kai-chart && kai_wanted=1
+selected kwok-operator && kai_wanted=1
 for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && kai_wanted=1; done
 if [[ "${kai_wanted}" == 1 ]]; then
   echo "KAI ${KAI_VERSION} from ${KAI_SOURCE_MODULE} (versions.env: KAI_BUILD_VERSION, KAI_BUILD_MODULE)" >&2
@@ -440,6 +442,13 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
           FAILED+=(kai-chart)
         fi
       fi
+      # run.ai's kwok-operator (its NodePools make the nodes of KAI's scale suite): its program, at the
+      # version KAI's go.mod requires (KWOK_OPERATOR_VERSION, a tool of the kai wrapper), and its CRDs
+      # read from its module.
+      build_one kwok-operator "${SCRIPT_DIR}/kai" github.com/run-ai/kwok-operator/cmd \
+        "gomod github.com/run-ai/kwok-operator ${KWOK_OPERATOR_VERSION:?versions.env sets no KWOK_OPERATOR_VERSION}" \
+        "-s -w" "${KAI_FLAGS[@]}"
+      selected kwok-operator && kwok_operator_crds
       # KAI's own e2e suites, only when asked (make kai-e2e): one Ginkgo test binary per suite.
       for suite in ${KAI_E2E_SUITES:-}; do
         [[ "${suite}" =~ ^[a-z0-9_]+(/[a-z0-9_.]+)*$ ]] || { echo "build.sh: KAI_E2E_SUITES: bad suite ${suite}" >&2; FAILED+=("kai-e2e/${suite}"); continue; }
@@ -448,17 +457,10 @@ print(next((r["Version"] for r in json.load(sys.stdin).get("Require") or [] if r
         [[ "${suite}" == scale ]] && pkg="github.com/kai-scheduler/KAI-scheduler/test/e2e/scale"
         BUILD_TEST=1 build_one "kai-e2e/${suite//\//-}.test" "${SCRIPT_DIR}/kai" "${pkg}" \
           "gomod github.com/kai-scheduler/KAI-scheduler ${KAI_VERSION}" "-s -w" "${KAI_FLAGS[@]}"
-        # The scale suite drives run.ai's kwok-operator (its NodePools): the operator's program, at
-        # the version KAI's go.mod requires (KWOK_OPERATOR_VERSION), and its CRDs read from its module.
-        if [[ "${suite}" == scale ]]; then
-          build_one kwok-operator "${SCRIPT_DIR}/kai" github.com/run-ai/kwok-operator/cmd \
-            "gomod github.com/run-ai/kwok-operator ${KWOK_OPERATOR_VERSION:?versions.env sets no KWOK_OPERATOR_VERSION}" \
-            "-s -w" "${KAI_FLAGS[@]}"
-          kwok_operator_crds
-        fi
       done
     else
       selected kai-crds && FAILED+=(kai-crds)
+      selected kwok-operator && FAILED+=(kwok-operator)
       for p in "${KAI_PROGRAMS[@]}"; do selected "kai-${p}" && FAILED+=("kai-${p}"); done
     fi
   fi
