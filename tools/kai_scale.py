@@ -215,7 +215,7 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
     """report.md and results.json: each spec of the suite, ours beside KAI's example report."""
     rows, counts = [], {"passed": 0, "failed": 0, "excluded": 0, "not_run": 0}
     for name in sorted(set(ours) | set(theirs), key=lambda n: (parse_time((theirs.get(n) or ours.get(n) or {}).get("StartTime")) or 0, n)):
-        spec = ours.get(name) or {}
+        spec = ours.get(name) or ({} if ours else {"State": "failed", "Failure": {"Message": "the suite wrote no report (suite.log)"}})
         state = spec.get("State", "not run")
         reason = next((why for pattern, why in excluded if re.search(pattern, name)), None)
         if reason and state in ("skipped", "not run"):

@@ -1,0 +1,84 @@
+"""tools/kai_scale.py: bad parameters refused before anything is built, each results entry given to the spec
+that ran when it appeared, and every spec of the suite counted once, in one class."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+_spec = importlib.util.spec_from_file_location("kai_scale", os.path.join(ROOT, "tools", "kai_scale.py"))
+kai_scale = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kai_scale)
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--nodes", "9"], "--nodes (NODE_COUNT)"),
+    (["--nodes", "5001"], "--nodes (NODE_COUNT)"),
+    (["--nodes", "ten"], "--nodes (NODE_COUNT)"),
+    (["--timeout", "0"], "--timeout"),
+    (["--focus", "("], "--focus"),
+])
+def test_bad_parameters_are_refused_naming_the_field_and_nothing_is_built(argv, field, tmp_path):
+    report_dir = tmp_path / "report"
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "kai_scale.py"), "--report-dir", str(report_dir)] + argv,
+                          capture_output=True, text=True, check=False, env=dict(os.environ, SIM_BIN_ROOT=str(tmp_path / "bin")))
+    assert done.returncode == 2
+    assert field in done.stderr and "Nothing was built or created." in done.stderr, done.stderr
+    assert not report_dir.exists() and not (tmp_path / "bin").exists()
+
+
+def test_node_count_comes_from_the_environment_as_make_passes_it(monkeypatch):
+    monkeypatch.setenv("NODE_COUNT", "1000")
+    assert kai_scale.parse_args([]).nodes == 1000
+    assert kai_scale.parse_args(["--nodes", "20"]).nodes == 20
+
+
+def spec(leaf, start, end, state="passed", hierarchy=("Kwok scale test", "Big cluster"), message=""):
+    return {"ContainerHierarchyTexts": list(hierarchy), "LeafNodeText": leaf, "LeafNodeType": "It", "State": state,
+            "StartTime": start, "EndTime": end, "RunTime": 10 * 10 ** 9, "Failure": {"Message": message}}
+
+
+def test_each_results_entry_goes_to_the_spec_that_ran_when_it_appeared():
+    specs = {"A first": spec("first", "2026-12-07T10:00:00Z", "2026-12-07T10:05:00Z"),
+             "A second": spec("second", "2026-12-07T10:05:01.5Z", "2026-12-07T10:09:00+00:00")}
+    at = kai_scale.parse_time
+    seen = [(at("2026-12-07T10:04:58Z"), 1), (at("2026-12-07T10:08:59Z"), 2)]
+    results = [{"test_name": "Fill", "details": {"nodes": 10, "time": "1m"}}, {"test_name": "Reclaim", "details": {"nodes": 10}}]
+    found = kai_scale.our_metrics(specs, results, seen)
+    assert found == {"A first": [{"nodes": 10, "time": "1m", "test_name": "Fill"}], "A second": [{"nodes": 10, "test_name": "Reclaim"}]}
+    # an entry seen when no spec ran is kept, under its own name
+    assert list(kai_scale.our_metrics(specs, results[:1], [(at("2026-12-07T11:00:00Z"), 1)])) == ["(no spec: Fill)"]
+
+
+def test_every_spec_is_counted_once_in_one_class(tmp_path):
+    ours = {
+        "K B ran": spec("ran", "2026-12-07T10:00:00Z", "2026-12-07T10:01:00Z"),
+        "K B broke": spec("broke", "2026-12-07T10:01:00Z", "2026-12-07T10:02:00Z", state="failed", message="timed out"),
+        "K B left out": spec("left out", "2026-12-07T10:02:00Z", "2026-12-07T10:02:00Z", state="skipped"),
+        "K B not asked": spec("not asked", "2026-12-07T10:02:00Z", "2026-12-07T10:02:00Z", state="skipped"),
+    }
+    theirs = dict(ours, **{"K B only in theirs": spec("only in theirs", "2026-03-06T06:00:00Z", "2026-03-06T06:10:00Z")})
+    theirs["K B ran"] = dict(theirs["K B ran"], ReportEntries=[{"Name": "Test Metrics", "Value": {"AsJSON": json.dumps({"nodes": 500})}}])
+    meta = {"kai_version": "vX", "nodes": 10, "cluster": "c", "date": "d", "example": "e"}
+    usage = {"peak_mib": {"etcd": 300, "kube-apiserver": 900}, "cpu_s": {"etcd": 12.0}}
+    counts, rows = kai_scale.write_report(str(tmp_path), meta, ours, theirs, {"K B ran": [{"nodes": 10}]},
+                                          [("left out", "sim_limit: a reason")], usage)
+    assert counts == {"passed": 1, "failed": 1, "excluded": 1, "not_run": 2, "total": 5}
+    by_spec = dict((row["spec"], row) for row in rows)
+    assert by_spec["K B left out"]["reason"] == "sim_limit: a reason"
+    assert by_spec["K B ran"]["kai_figures"] == {"nodes": 500} and by_spec["K B ran"]["figures"] == [{"nodes": 10}]
+    text = (tmp_path / "report.md").read_text()
+    assert "| K B broke | failed (timed out) |" in text and "| kube-apiserver | 900 | 0 |" in text
+    assert json.loads((tmp_path / "results.json").read_text())["counts"] == counts
+
+
+def test_a_run_that_wrote_no_report_fails_every_spec(tmp_path):
+    theirs = {"K B ran": spec("ran", "2026-03-06T06:00:00Z", "2026-03-06T06:10:00Z")}
+    meta = {"kai_version": "vX", "nodes": 10, "cluster": "c", "date": "d", "example": "e"}
+    counts, rows = kai_scale.write_report(str(tmp_path), meta, {}, theirs, {}, [], {"peak_mib": {}, "cpu_s": {}})
+    assert counts["failed"] == 1 and counts["total"] == 1 and "no report" in rows[0]["reason"]
