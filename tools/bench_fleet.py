@@ -184,8 +184,8 @@ class Fleet(object):
             time.sleep(1)
 
 
-def pod(name, namespace, scheduler, queue=None, gpus=1, gpu_memory_mib=None):
-    """A pod that asks for whole GPUs, or for gpu-memory (a fraction KAI reserves)."""
+def pod(name, namespace, scheduler, queue=None, gpus=1, gpu_memory_mib=None, gpu_fraction=None):
+    """A pod that asks for whole GPUs, or for gpu-memory or a gpu-fraction (a fraction KAI reserves)."""
     manifest = {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpulab-fleet"}},
                 "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0,
@@ -194,6 +194,8 @@ def pod(name, namespace, scheduler, queue=None, gpus=1, gpu_memory_mib=None):
         manifest["metadata"]["labels"][kai_parts.QUEUE_LABEL] = queue
     if gpu_memory_mib:
         manifest["metadata"]["annotations"] = {"gpu-memory": str(gpu_memory_mib)}
+    elif gpu_fraction:
+        manifest["metadata"]["annotations"] = {"gpu-fraction": str(gpu_fraction)}
     else:
         manifest["spec"]["containers"][0]["resources"] = {"limits": {kai_parts.GPU_RESOURCE: str(gpus)}}
     return manifest
@@ -311,6 +313,81 @@ def check_fractions(fleet, namespace, groups, request_mib):
         if written != expected or expected is None:
             problems.append("pod %s: CUDA_DEVICE_MEMORY_LIMIT %s, KAI's arithmetic gives %s" % (item["metadata"]["name"], written, expected))
     return problems, dict((node, len(found)) for node, found in uuids.items())
+
+
+def bulk_fractions(fleet, nodes, timeout, namespace="fleet-bulk-fractions"):
+    """Every GPU asked for twice at once, as halves (gpu-fraction 0.5), against KAI's open bugs of fractions in
+    bulk: (seconds to all bound or None, the counts of each rule, what breaks them)."""
+    count = nodes * 8 * 2
+    fill = timed_fill(fleet, namespace, [pod("half-%05d" % i, namespace, kai_parts.SCHEDULER_NAME, FILL_QUEUE, gpu_fraction=0.5)
+                                         for i in range(count)], timeout, KAI_STAGES)
+    time.sleep(5)  # late deletions of reservation pods, late refusals
+    return (fill["seconds"],) + check_bulk_fractions(fleet, namespace, count)
+
+
+def group_of(item):
+    return (item["metadata"].get("labels") or {}).get(kai_parts.GPU_GROUP_LABEL)
+
+
+def gone_at(points):
+    """When the watch first saw a pod being deleted (or gone), None if never."""
+    seen = [points[key] for key in ("deleting", "deleted") if key in points]
+    return min(seen) if seen else None
+
+
+def check_bulk_fractions(fleet, namespace, count):
+    """The four rules of fractions in bulk, from the cluster and the stage watch: (counts, findings)."""
+    findings = []
+    pods = fleet.pods(namespace)
+    reservations = fleet.pods(kai_parts.RESERVATION_NAMESPACE)
+    # 1. every pod binds, or is refused with KAI's reason (PodScheduled False with a message)
+    bound = [p for p in pods if p["spec"].get("nodeName")]
+    refused = [p for p in pods if not p["spec"].get("nodeName") and any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("message") for c in (p.get("status") or {}).get("conditions") or [])]
+    unexplained = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName") and p not in refused]
+    if len(pods) != count or unexplained:
+        findings.append("%d of %d pods neither bound nor refused with a reason (e.g. %s)" % (count - len(bound) - len(refused), count,
+                                                                                           ", ".join(unexplained[:3]) or "pods missing"))
+    # 2. no GPU group is named twice: one live reservation pod a group, and no two groups on one GPU of a node
+    by_group, by_gpu = {}, {}
+    for item in reservations:
+        if item["metadata"].get("deletionTimestamp"):
+            continue
+        by_group.setdefault(group_of(item), []).append(item["metadata"]["name"])
+        uuid = (item["metadata"].get("annotations") or {}).get(kai_parts.GPU_INDEX_ANNOTATION)
+        if uuid:
+            by_gpu.setdefault((item["spec"].get("nodeName"), uuid), []).append(group_of(item))
+    named_twice = dict((g, v) for g, v in by_group.items() if len(v) > 1)
+    named_twice.update(dict(("%s %s" % key, v) for key, v in by_gpu.items() if len(v) > 1))
+    if named_twice:
+        findings.append("GPU groups named twice: %s" % dict(list(named_twice.items())[:3]))
+    # 3. no GPU holds more than two halves
+    on_gpu = {}
+    gpu_of_group = dict((groups[0], key) for key, groups in by_gpu.items() if len(groups) == 1)
+    for item in bound:
+        key = gpu_of_group.get(group_of(item), (item["spec"]["nodeName"], "group %s" % group_of(item)))
+        on_gpu[key] = on_gpu.get(key, 0) + 1
+    over_two = dict((" ".join(key), n) for key, n in on_gpu.items() if n > 2)
+    if over_two:
+        findings.append("GPUs holding more than two halves: %s" % dict(list(over_two.items())[:3]))
+    # 4. no reservation pod deleted while a shared pod still used its GPU (from the watch's times)
+    shared = fleet.watch.points(namespace)
+    in_use_deleted = []
+    for name, points in fleet.watch.points(kai_parts.RESERVATION_NAMESPACE).items():
+        gone = gone_at(points)
+        if gone is None:
+            continue
+        # a shared pod of its group bound before it went, and not itself going by then
+        users = [n for n, p in shared.items() if p.get("group") == points.get("group") and "bound" in p and p["bound"] < gone
+                 and (gone_at(p) is None or gone_at(p) > gone)]
+        if users:
+            in_use_deleted.append("%s (group %s, used by %s)" % (name, points.get("group"), ", ".join(sorted(users)[:2])))
+    if in_use_deleted:
+        findings.append("reservation pods deleted while in use: %s" % "; ".join(in_use_deleted[:3]))
+    counts = dict(pods=count, bound=len(bound), refused_with_reason=len(refused), unexplained=count - len(bound) - len(refused),
+                  groups_named_twice=len(named_twice), gpus_over_two=len(over_two), reservations_deleted_in_use=len(in_use_deleted),
+                  groups=len(by_group))
+    return counts, findings
 
 
 def memory_mib(pids):
@@ -432,6 +509,9 @@ def main():
     parser.add_argument("--sweep-groups", type=int, default=32, help="GPU groups of each sweep point's fractional fill")
     parser.add_argument("--no-queues", action="store_true", help="leave out the queues at scale")
     parser.add_argument("--fractions-only", action="store_true", help="bring up --nodes nodes and run only the fractional fill")
+    parser.add_argument("--bulk-fractions", action="store_true", help="bring up --nodes nodes and only submit 16 pods of gpu-fraction "
+                        "0.5 a node at once (every GPU asked for twice); check no GPU holds more than two, no GPU group is named "
+                        "twice, no reservation pod is deleted while in use, every pod binds or is refused with KAI's reason")
     parser.add_argument("--svg", default=os.path.join(ROOT, ".cache", "bench-fleet.svg"), help="where to write the picture")
     parser.add_argument("--keep", action="store_true", help="leave the cluster up (take it down with playbooks/cleanup.yml)")
     args = parser.parse_args()
@@ -440,6 +520,8 @@ def main():
     if args.groups > args.nodes * 8:
         sys.exit("--groups %d needs %d GPUs; --nodes %d gives %d" % (args.groups, args.groups, args.nodes, args.nodes * 8))
 
+    if args.bulk_fractions:
+        return bulk_main(args)
     sizes = [] if args.fractions_only else sorted(set(n for n in (8, 32) if n < args.nodes) | {args.nodes})
     workdir = tempfile.mkdtemp(prefix="kai-hami-fleet-")
     fleet = Fleet(workdir)
@@ -558,6 +640,36 @@ def main():
               p50(last[3]["stages"], "pod-grouper"), p50(last[3]["stages"], "scheduler"), p50(last[3]["stages"], "binder"),
               p50(last[3]["stages"], "kwok Running"), p50(frac["reservation_stages"], "reservation app: GPU")))
     return 1 if failed else 0
+
+
+def bulk_main(args):
+    """--bulk-fractions: the sim with --nodes nodes, every GPU asked for twice as halves at once, the four rules checked."""
+    workdir = tempfile.mkdtemp(prefix="kai-hami-fleet-")
+    fleet = Fleet(workdir)
+    try:
+        print("the sim with %d GPU nodes (%d GPUs) ..." % (args.nodes, args.nodes * 8), flush=True)
+        fleet.up(args.nodes)
+        baseline = memory_mib(sim_pids(fleet.simdir))
+        print("%d pods of gpu-fraction 0.5 at once ..." % (args.nodes * 16), flush=True)
+        fill_s, counts, findings = bulk_fractions(fleet, args.nodes, args.timeout)
+        whole = memory_mib(sim_pids(fleet.simdir))
+    finally:
+        if args.keep:
+            print("left up: ansible-playbook playbooks/cleanup.yml -e cleanup_cluster_name=%s -e sim_cluster_workdir=%s"
+                  % (fleet.name, fleet.simdir))
+        else:
+            fleet.down()
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("bound %d of %d in %s s; refused with KAI's reason %d, neither %d; %d GPU groups; memory of the sim %.0f MiB RSS (%.0f before)"
+          % (counts["bound"], counts["pods"], seconds(fill_s), counts["refused_with_reason"], counts["unexplained"], counts["groups"],
+             whole[0], baseline[0]))
+    for finding in findings:
+        print("FINDING: %s" % finding)
+    print("bench-fleet bulk-fractions nodes=%d pods=%d bound=%d refused_with_reason=%d unexplained=%d gpus_over_two=%d "
+          "groups_named_twice=%d reservations_deleted_in_use=%d fill_s=%s" % (
+              args.nodes, counts["pods"], counts["bound"], counts["refused_with_reason"], counts["unexplained"],
+              counts["gpus_over_two"], counts["groups_named_twice"], counts["reservations_deleted_in_use"], seconds(fill_s, missing="nan")))
+    return 1 if findings else 0
 
 
 if __name__ == "__main__":

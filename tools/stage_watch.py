@@ -110,6 +110,10 @@ class StageWatch(object):
     def _seen(self, kind, event, item, now):
         meta = item["metadata"]
         if event == "DELETED":
+            if kind == "pods" and (meta["namespace"], meta["name"]) in self.pods:
+                record = self.pods[(meta["namespace"], meta["name"])]
+                record.setdefault("deleting", now)
+                record.setdefault("deleted", now)
             return
         if kind == "podgroups":
             self.podgroups.setdefault((meta["namespace"], meta["name"]), now)
@@ -129,6 +133,8 @@ class StageWatch(object):
                 record.setdefault("bound", now)
             if (item.get("status") or {}).get("phase") == "Running":
                 record.setdefault("running", now)
+            if meta.get("deletionTimestamp"):
+                record.setdefault("deleting", now)
 
     def points(self, namespace):
         """Each pod of the namespace: its points (seconds, monotonic), PodGroup and BindRequest joined in."""
