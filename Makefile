@@ -194,7 +194,7 @@ kai-e2e-gate: collections sim-bin ## The e2e suites with gate: counts (make test
 bench-lab: collections sim-bin ## Benchmark: the lab per step as users run it (the sim's real node): first run, re-run, --tags verify, cleanup, each run's slowest tasks (BENCH_ARGS='--node-runtime kwok', '--platform kind', '--boundary library_stand_in')
 	python tools/bench_lab.py $(BENCH_ARGS)
 
-bench-fleet: collections sim-bin $(VENV)/.bench-installed ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs per stage, queues 2:1, fractions through real reservations, an SVG (BENCH_FLEET_ARGS='--nodes 128 --sweep')
+bench-fleet: collections sim-bin $(VENV)/.bench-installed ## Benchmark: KAI vs kube-scheduler filling 64 nodes x 8 GPUs per stage, queues 2:1, fractions through real reservations, an SVG (BENCH_FLEET_ARGS='--nodes 128 --sweep', or '--bulk-fractions': 16 halves a node at once, four rules checked)
 	python tools/bench_fleet.py $(BENCH_FLEET_ARGS)
 $(VENV)/.bench-installed: requirements/bench.txt | $(VENV)/.installed
 	$(BIN)/pip install --quiet --require-hashes -r requirements/bench.txt
