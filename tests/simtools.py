@@ -3,6 +3,7 @@ running playbooks, and finding the processes, sessions and listeners of the sim 
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -93,3 +94,10 @@ def processes_under(root):
         if alive(int(entry)) and any(root + os.sep in place or place.endswith(root) for place in places):
             found.append(int(entry))
     return found
+
+
+def sigint_as_from_a_terminal():
+    """A Popen preexec_fn: the child starts with SIGINT's default action, as from a terminal, whatever the test
+    runner inherited (a shell's background job starts with SIGINT ignored, and a program that starts with it
+    ignored keeps it ignored: bash can neither trap nor restore it, Python installs no KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from simtools import sigint_as_from_a_terminal
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(ROOT, "roles", "local_build", "files", "kind_node_image.sh")
 BUILD_SH = os.path.join(ROOT, "roles", "local_build", "files", "build.sh")
@@ -57,7 +59,8 @@ def test_an_interrupted_build_leaves_nothing_and_the_next_run_builds_the_image(t
     name, archive = subprocess.run([SCRIPT, "--print"], capture_output=True, text=True, check=True, env=env).stdout.split()
     assert archive.startswith(str(root) + "/kind-node-"), archive
 
-    build = subprocess.Popen([SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    build = subprocess.Popen([SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                             preexec_fn=sigint_as_from_a_terminal)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and not preloading(root):
         assert build.poll() is None, build.stdout.read().decode()[-3000:]

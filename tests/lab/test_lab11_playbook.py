@@ -24,6 +24,7 @@ from kubernetes import config, dynamic
 from ansible_collections.gpulab.kai_hami.plugins.plugin_utils.versions import read as read_versions
 
 from conftest import MOLECULE_SIM_NAME, BIN, alive, cluster_pids, listeners_of, pid_files, run_playbook, session_members, sim_process_pids, step_succeeded
+from simtools import sigint_as_from_a_terminal
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAB = os.path.join(ROOT, "playbooks", "lab11.yml")
@@ -318,7 +319,7 @@ def interrupted_run(variables, step):
     command = [os.path.join(BIN, "ansible-playbook"), "-i", os.path.join(ROOT, "tests", "integration", "inventory.yml"), LAB,
                "-e", json.dumps(variables)]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), preexec_fn=sigint_as_from_a_terminal)
     output, in_step, sent = [], False, False
     for line in proc.stdout:
         output.append(line)
