@@ -55,8 +55,9 @@ COMPONENTS = (
     ("containerd", re.compile(r"(^|/)containerd\b")),
     ("the scale suite", re.compile(r"(^|/)scale\.test\b")),
 )
-# KAI's programs in their containers on the real node: the operator names each by its Deployment
-KAI_PROGRAMS = ("scheduler", "binder", "admission", "podgrouper", "podgroupcontroller", "queuecontroller", "operator")
+# KAI's programs run in containers on the real node, each as /workspace/app: named by their pod's Deployment
+KAI_APP = "/workspace/app"
+POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 
 
 def parse_args(argv):
@@ -92,6 +93,9 @@ class UsageSampler(threading.Thread):
     def __init__(self, results_file):
         super().__init__(daemon=True)
         self.results_file = results_file
+        self.kubeconfig = None  # set once the cluster is up: KAI's containers are named by their pods
+        self.pod_names = {}
+        self.pods_listed = 0.0
         self.peak_mib = {}
         self.cpu_s = {}
         self.last_cpu = {}
@@ -99,16 +103,35 @@ class UsageSampler(threading.Thread):
         self.stopped = threading.Event()
         self.tick = os.sysconf("SC_CLK_TCK")
 
-    @staticmethod
-    def component(cmdline):
+    def component(self, pid, cmdline):
         for name, pattern in COMPONENTS:
             if pattern.search(cmdline):
                 return name
-        first = cmdline.split(" ", 1)[0]
-        for program in KAI_PROGRAMS:
-            if re.search(r"(^|/)(kai-)?%s$" % program, first):
-                return "KAI " + program
-        return None
+        if cmdline.split(" ", 1)[0] != KAI_APP:
+            return None
+        try:
+            with open("/proc/%s/cgroup" % pid) as handle:
+                found = POD_UID.search(handle.read())
+        except OSError:
+            return None
+        if not found:
+            return None
+        uid = found.group(1).replace("_", "-")
+        if uid not in self.pod_names and self.kubeconfig and time.monotonic() - self.pods_listed > 30:
+            self.list_pods()
+        # a Deployment's pod is <deployment>-<replica set hash>-<suffix>
+        return "KAI " + re.sub(r"-[a-z0-9]{6,10}-[a-z0-9]{5}$", "", self.pod_names.get(uid, "container " + uid[:8]))
+
+    def list_pods(self):
+        self.pods_listed = time.monotonic()
+        try:
+            from kubernetes import client, config
+
+            api = client.CoreV1Api(config.new_client_from_config(config_file=self.kubeconfig))
+            listing = json.loads(api.list_pod_for_all_namespaces(_preload_content=False, _request_timeout=10).data)
+            self.pod_names.update((p["metadata"]["uid"], p["metadata"]["name"]) for p in listing["items"])
+        except Exception:  # pylint: disable=broad-exception-caught
+            pass  # the next sample asks again
 
     def sample(self):
         totals = {}
@@ -118,7 +141,7 @@ class UsageSampler(threading.Thread):
             try:
                 with open("/proc/%s/cmdline" % pid, "rb") as handle:
                     cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                name = self.component(cmdline)
+                name = self.component(pid, cmdline)
                 if not name:
                     continue
                 with open("/proc/%s/stat" % pid) as handle:
@@ -211,10 +234,27 @@ def figures(details):
     return ", ".join("%s %s" % (key, value) for key, value in sorted(details.items()) if key != "test_name")
 
 
+def paired(ours, theirs):
+    """KAI's example report keyed by our spec names: by full text, else by the spec's own text when that names one
+    spec unmatched on each side (the example report comes from another version of the suite, its containers moved)."""
+    pairs = dict((name, theirs[name]) for name in ours if name in theirs)
+    left_ours = [name for name in ours if name not in theirs]
+    left_theirs = [name for name in theirs if name not in ours]
+    for name in left_ours:
+        leaf = ours[name].get("LeafNodeText")
+        mine = [n for n in left_ours if ours[n].get("LeafNodeText") == leaf]
+        candidates = [n for n in left_theirs if theirs[n].get("LeafNodeText") == leaf]
+        if len(mine) == 1 and len(candidates) == 1:
+            pairs[name] = theirs[candidates[0]]
+    unpaired = dict((n, theirs[n]) for n in theirs if all(theirs[n] is not found for found in pairs.values()))
+    return pairs, unpaired
+
+
 def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
     """report.md and results.json: each spec of the suite, ours beside KAI's example report."""
+    theirs, only_theirs = paired(ours, theirs) if ours else (theirs, {})
     rows, counts = [], {"passed": 0, "failed": 0, "excluded": 0, "not_run": 0}
-    for name in sorted(set(ours) | set(theirs), key=lambda n: (parse_time((theirs.get(n) or ours.get(n) or {}).get("StartTime")) or 0, n)):
+    for name in sorted(set(ours) | set(theirs), key=lambda n: (parse_time((ours.get(n) or theirs.get(n) or {}).get("StartTime")) or 0, n)):
         spec = ours.get(name) or ({} if ours else {"State": "failed", "Failure": {"Message": "the suite wrote no report (suite.log)"}})
         state = spec.get("State", "not run")
         reason = next((why for pattern, why in excluded if re.search(pattern, name)), None)
@@ -232,6 +272,10 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
             "kai_figures": kai_metrics(theirs_spec),
         })
     counts["total"] = len(rows)
+    for name, theirs_spec in sorted(only_theirs.items()):
+        rows.append({"spec": name, "state": "-", "seconds": 0, "figures": [], "reason": "not a spec of this version of the suite",
+                     "kai_state": theirs_spec.get("State", "-"), "kai_seconds": round((theirs_spec.get("RunTime") or 0) / 1e9, 1),
+                     "kai_figures": kai_metrics(theirs_spec)})
     with open(os.path.join(report_dir, "results.json"), "w") as handle:
         json.dump(dict(meta, counts=counts, specs=rows, usage=usage), handle, indent=1)
     lines = ["# KAI %s's scale suite on the sim, %d nodes" % (meta["kai_version"], meta["nodes"]), "",
@@ -275,6 +319,7 @@ def main(argv=None):
         code, cluster_s = kai_e2e.playbook(os.path.join(ROOT, "tests", "kai_scale", "cluster.yml"), extra)
         if code != 0:
             sys.exit("the sim cluster for KAI's scale suite did not come up")
+        sampler.kubeconfig = os.path.join(work, "sim", "kubeconfig")
         print("cluster %s up in %.0f s (KAI %s by its chart on a real node, kwok-operator, the gpu-operator stand-in)"
               % (CLUSTER, cluster_s, version))
         argv = [os.path.join(bin_dir, kai_e2e.binary_name(SUITE)), "--ginkgo.no-color", "--ginkgo.v",

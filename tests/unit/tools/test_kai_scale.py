@@ -68,8 +68,9 @@ def test_every_spec_is_counted_once_in_one_class(tmp_path):
     usage = {"peak_mib": {"etcd": 300, "kube-apiserver": 900}, "cpu_s": {"etcd": 12.0}}
     counts, rows = kai_scale.write_report(str(tmp_path), meta, ours, theirs, {"K B ran": [{"nodes": 10}]},
                                           [("left out", "sim_limit: a reason")], usage)
-    assert counts == {"passed": 1, "failed": 1, "excluded": 1, "not_run": 2, "total": 5}
+    assert counts == {"passed": 1, "failed": 1, "excluded": 1, "not_run": 1, "total": 4}  # the specs of the suite run
     by_spec = dict((row["spec"], row) for row in rows)
+    assert by_spec["K B only in theirs"]["state"] == "-" and by_spec["K B only in theirs"]["kai_state"] == "passed"
     assert by_spec["K B left out"]["reason"] == "sim_limit: a reason"
     assert by_spec["K B ran"]["kai_figures"] == {"nodes": 500} and by_spec["K B ran"]["figures"] == [{"nodes": 10}]
     text = (tmp_path / "report.md").read_text()
@@ -82,3 +83,13 @@ def test_a_run_that_wrote_no_report_fails_every_spec(tmp_path):
     meta = {"kai_version": "vX", "nodes": 10, "cluster": "c", "date": "d", "example": "e"}
     counts, rows = kai_scale.write_report(str(tmp_path), meta, {}, theirs, {}, [], {"peak_mib": {}, "cpu_s": {}})
     assert counts["failed"] == 1 and counts["total"] == 1 and "no report" in rows[0]["reason"]
+
+
+def test_a_spec_whose_container_moved_is_paired_by_its_own_text_when_that_names_one():
+    ours = {"K B W Burst Runs": spec("Runs", "t", "t", hierarchy=("K", "B", "W", "Burst")),
+            "K S fill": spec("fill", "t", "t", hierarchy=("K", "S")), "K T fill": spec("fill", "t", "t", hierarchy=("K", "T"))}
+    theirs = {"K B Burst Runs": spec("Runs", "t", "t", hierarchy=("K", "B", "Burst")),
+              "K S2 fill": spec("fill", "t", "t", hierarchy=("K", "S2")), "K T2 fill": spec("fill", "t", "t", hierarchy=("K", "T2"))}
+    pairs, unpaired = kai_scale.paired(ours, theirs)
+    assert pairs == {"K B W Burst Runs": theirs["K B Burst Runs"]}  # two specs named "fill" on each side: not paired
+    assert sorted(unpaired) == ["K S2 fill", "K T2 fill"]
