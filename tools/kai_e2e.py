@@ -178,6 +178,16 @@ def real_node_pods(workdir):
     return {namespace: len(uids) for namespace, uids in pods.items()}
 
 
+def scale_results(path, version):
+    """make kai-scale's results.json for this KAI version, or None."""
+    try:
+        with open(path) as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return found if found.get("kai_version") == version and found.get("specs") else None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gate", action="store_true", help="only the suites with gate: counts (make test runs these); any "
@@ -191,6 +201,8 @@ def main():
     parser.add_argument("--keep", action="store_true", help="leave the cluster up afterwards")
     parser.add_argument("--reclassify", action="store_true", help="classify the report dir's JUnit reports again; run nothing")
     parser.add_argument("--build-only", action="store_true", help="build the sim and the suites' test binaries; run nothing")
+    parser.add_argument("--scale-results", default=os.path.join(ROOT, "kai-scale-report", "results.json"),
+                        help="make kai-scale's results: a full run counts the scale suite's specs as that run classed them")
     args = parser.parse_args()
     if args.reclassify:
         return reclassify(args.report_dir)
@@ -271,8 +283,13 @@ def main():
         if not args.keep:
             playbook(os.path.join(ROOT, "playbooks", "cleanup.yml"), cleanup)
             shutil.rmtree(work, ignore_errors=True)
+    scale = scale_results(args.scale_results, version)
     for entry in excluded:
-        records += report.excluded_suite(entry, specs[entry["suite"]], not_built.get(entry["suite"]))
+        if entry["suite"] == "scale" and scale and specs[entry["suite"]]:
+            records += report.scale_suite(entry, specs[entry["suite"]], scale, spec)
+            print("the scale suite's specs as make kai-scale classed them (%s, %d nodes, %s)" % (args.scale_results, scale["nodes"], scale["date"]))
+        else:
+            records += report.excluded_suite(entry, specs[entry["suite"]], not_built.get(entry["suite"]))
     cluster = "%d sim nodes of 8 GPUs (the first %s), the NVML stand-in library, the fixtures of tests/kai_e2e/fixtures.yaml.j2" % (
         args.nodes, REAL_NODE if args.node_runtime == "kubelet" else "played by kwok")
     meta = dict(kai_version=version, seed=spec["seed"], date=time.strftime("%Y-%m-%d"), scope=scope,

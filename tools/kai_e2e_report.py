@@ -248,6 +248,35 @@ def excluded_suite(suite_entry, specs, why=None):
     return [record(suite_entry, name, "excluded", suite_entry["class"], suite_entry["reason"]) for name in specs]
 
 
+def plain_name(name):
+    """A spec's text without Ginkgo's leaf type and labels: ``[It] A B c [scale]`` -> ``A B c``."""
+    return re.sub(r"\s*(\[[^\]]*\]\s*)+$", "", re.sub(r"^\[[A-Za-z]+\]\s*", "", name)).strip()
+
+
+def scale_suite(suite_entry, specs, scale_results, spec):
+    """The records of the scale suite from make kai-scale's results (tools/kai_scale.py): each spec in the class
+    that run gave it, at its node count; a spec that run did not count is excluded with the suite's reason."""
+    rows = dict((row["spec"], row) for row in scale_results["specs"])
+    at = "make kai-scale at %d nodes, %s" % (scale_results["nodes"], scale_results["date"])
+    found = []
+    for name in specs or []:
+        row = rows.get(plain_name(name))
+        if row is None or row["state"] == "-":
+            found.append(record(suite_entry, name, "excluded", suite_entry["class"], suite_entry["reason"]))
+        elif row["state"] == "passed":
+            found.append(record(suite_entry, name, "passed", reason=at, seconds=row["seconds"]))
+        elif row["state"] == "excluded":
+            cls, _, why = row["reason"].partition(": ")
+            found.append(record(suite_entry, name, "excluded", cls, "%s (%s)" % (why, at)))
+        elif row["state"] == "not run":
+            found.append(record(suite_entry, name, "not_run", reason="%s did not run it" % at))
+        else:
+            known = known_failure(name, suite_entry, spec)
+            found.append(record(suite_entry, name, "failed", known["class"] if known else "ours",
+                                known["reason"] if known else "failed in %s" % at, message=row.get("reason") or "", seconds=row["seconds"]))
+    return found
+
+
 def totals(records, setup=()):
     """Counts per status over the specs, total, and ours: the failures of class ours (failed setup nodes too)."""
     counts = dict((key, 0) for key in STATUSES + ("ours", "total"))

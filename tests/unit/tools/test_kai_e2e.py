@@ -274,3 +274,24 @@ def test_the_pods_the_real_node_ran_are_counted_once_each_from_containerds_log(t
         + sandbox("job-b", "u2", "kai-q1") + sandbox("plugin", "u3", "kube-system") + 'level=info msg="something else"\n')
     assert kai_e2e.real_node_pods(str(tmp_path)) == {"kai-q1": 2, "kube-system": 1}
     assert kai_e2e.real_node_pods(str(tmp_path / "missing")) == {}
+
+
+def test_the_scale_suites_specs_take_the_class_make_kai_scale_gave_them():
+    entry = {"suite": "scale", "class": "sim_limit", "reason": "runs in make kai-scale"}
+    spec = {"known_failures": [{"match": "very large", "class": "kai_v0.16.0", "reason": "a known KAI failure"}]}
+    inventory = ["[It] K T ran [scale]", "[It] K T left [scale]", "[It] K T not reached [scale]", "[It] K T very large [scale]",
+                 "[It] K T broke [scale]", "[It] K T new [scale]"]
+    results = {"nodes": 10, "date": "2026-12-07", "specs": [
+        {"spec": "K T ran", "state": "passed", "seconds": 3.0, "reason": ""},
+        {"spec": "K T left", "state": "excluded", "seconds": 0, "reason": "sim_limit: takes hours"},
+        {"spec": "K T not reached", "state": "not run", "seconds": 0, "reason": ""},
+        {"spec": "K T very large", "state": "failed", "seconds": 9.0, "reason": "timed out"},
+        {"spec": "K T broke", "state": "interrupted", "seconds": 9.0, "reason": "interrupted"},
+        {"spec": "K gone", "state": "-", "seconds": 0, "reason": "not a spec of this version of the suite"}]}
+    found = dict((item["spec"], item) for item in report.scale_suite(entry, inventory, results, spec))
+    assert [found[name]["status"] for name in inventory] == ["passed", "excluded", "not_run", "failed", "failed", "excluded"]
+    assert found["[It] K T left [scale]"]["cls"] == "sim_limit" and found["[It] K T left [scale]"]["reason"].startswith("takes hours")
+    assert found["[It] K T very large [scale]"]["cls"] == "kai_v0.16.0"
+    assert found["[It] K T broke [scale]"]["cls"] == "ours"  # a failure no entry names is ours
+    assert found["[It] K T new [scale]"]["reason"] == "runs in make kai-scale"  # not in that run: the suite's exclusion
+    assert report.plain_name("[It] A B c [scale, nccl]") == "A B c"
