@@ -17,7 +17,7 @@ _spec.loader.exec_module(kai_scale)
 
 
 @pytest.mark.parametrize("argv, field", [
-    (["--nodes", "9"], "--nodes (NODE_COUNT)"),
+    (["--nodes", "19"], "--nodes (NODE_COUNT)"),
     (["--nodes", "5001"], "--nodes (NODE_COUNT)"),
     (["--nodes", "ten"], "--nodes (NODE_COUNT)"),
     (["--timeout", "0"], "--timeout"),
