@@ -346,8 +346,8 @@ def check_bulk_fractions(fleet, namespace, count):
         c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("message") for c in (p.get("status") or {}).get("conditions") or [])]
     unexplained = [p["metadata"]["name"] for p in pods if not p["spec"].get("nodeName") and p not in refused]
     if len(pods) != count or unexplained:
-        findings.append("%d of %d pods neither bound nor refused with a reason (e.g. %s)" % (count - len(bound) - len(refused), count,
-                                                                                           ", ".join(unexplained[:3]) or "pods missing"))
+        findings.append("%d of %d pods neither bound nor refused with a reason (e.g. %s)"
+                        % (count - len(bound) - len(refused), count, ", ".join(unexplained[:3]) or "pods missing"))
     # 2. no GPU group is named twice: one live reservation pod a group, and no two groups on one GPU of a node
     by_group, by_gpu = {}, {}
     for item in reservations:

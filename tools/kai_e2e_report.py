@@ -266,7 +266,7 @@ def scale_suite(suite_entry, specs, scale_results, spec):
         elif row["state"] == "passed":
             found.append(record(suite_entry, name, "passed", reason=at, seconds=row["seconds"]))
         elif row["state"] == "excluded":
-            cls, _, why = row["reason"].partition(": ")
+            cls, _colon, why = row["reason"].partition(": ")
             found.append(record(suite_entry, name, "excluded", cls, "%s (%s)" % (why, at)))
         elif row["state"] == "not run":
             found.append(record(suite_entry, name, "not_run", reason="%s did not run it" % at))

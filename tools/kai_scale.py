@@ -153,9 +153,8 @@ class UsageSampler(threading.Thread):
                 continue
             cpu = (int(fields[11]) + int(fields[12])) / float(self.tick)
             self.last_cpu[pid] = (name, cpu)
-            rss, _ = totals.get(name, (0, 0))
-            totals[name] = (rss + rss_kib, 0)
-        for name, (rss_kib, _) in totals.items():
+            totals[name] = totals.get(name, 0) + rss_kib
+        for name, rss_kib in totals.items():
             self.peak_mib[name] = max(self.peak_mib.get(name, 0), rss_kib // 1024)
 
     def cpu_by_component(self):
@@ -226,8 +225,8 @@ def our_metrics(specs, results, results_seen):
                 start, end = parse_time(spec.get("StartTime")), parse_time(spec.get("EndTime"))
                 if start is not None and end is not None and start - 1 <= seen_at <= end + 3:
                     owner = name
-        found.setdefault(owner or "(no spec: %s)" % entry.get("test_name"), []).append(dict(entry.get("details") or {},
-                                                                                          test_name=entry.get("test_name")))
+        details = dict(entry.get("details") or {}, test_name=entry.get("test_name"))
+        found.setdefault(owner or "(no spec: %s)" % entry.get("test_name"), []).append(details)
     return found
 
 
@@ -328,7 +327,7 @@ def main(argv=None):
                 "--ginkgo.json-report=" + os.path.join(args.report_dir, "ginkgo.json"),
                 "--ginkgo.junit-report=" + os.path.join(args.report_dir, "junit.xml")]
         if excluded:
-            argv.append("--ginkgo.skip=" + "|".join("(%s)" % pattern for pattern, _ in excluded))
+            argv.append("--ginkgo.skip=" + "|".join("(%s)" % pattern for pattern, _reason in excluded))
         if args.focus:
             argv.append("--ginkgo.focus=" + args.focus)
         env = dict(os.environ, KUBECONFIG=os.path.join(work, "sim", "kubeconfig"), NODE_COUNT=str(args.nodes))
@@ -361,8 +360,8 @@ def main(argv=None):
                         " fake-gpu-operator" % (version, args.nodes))
     counts, rows = write_report(args.report_dir, meta, ours, theirs, our_metrics(ours, results, sampler.results_seen), excluded, usage)
     for row in rows:
-        print("%-9s %7.0f s  %s%s" % (row["state"], row["seconds"], row["spec"],
-                                     ("  [%s]" % "; ".join(figures(d) for d in row["figures"])) if row["figures"] else ""))
+        shown = ("  [%s]" % "; ".join(figures(d) for d in row["figures"])) if row["figures"] else ""
+        print("%-9s %7.0f s  %s%s" % (row["state"], row["seconds"], row["spec"], shown))
     print("report: %s (build %.0f s, cluster %.0f s, suite %.0f s; peak MiB: %s)" % (
         os.path.join(args.report_dir, "report.md"), build_s, cluster_s, run_s,
         ", ".join("%s %d" % item for item in sorted(usage["peak_mib"].items(), key=lambda item: -item[1])[:6])))

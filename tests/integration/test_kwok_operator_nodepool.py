@@ -67,8 +67,8 @@ def operators(sim_cluster, kube, module, tmp_path):
         with open(path) as handle:
             resource(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition").server_side_apply(
                 body=yaml.safe_load(handle), field_manager="gpulab-test", force_conflicts=True)
-    resource(kube, "v1", "Namespace").server_side_apply(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-operator"}},
-                                                       field_manager="gpulab-test")
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-operator"}}
+    resource(kube, "v1", "Namespace").server_side_apply(body=namespace, field_manager="gpulab-test")
     configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "topology", "namespace": "gpu-operator"},
                  "data": {"topology.yml": yaml.safe_dump(TOPOLOGY)}}
     resource(kube, "v1", "ConfigMap").server_side_apply(body=configmap, field_manager="gpulab-test")
@@ -115,8 +115,8 @@ def test_a_nodepool_scaled_up_gets_the_topologys_gpus_and_scaled_down_leaves_non
 
     def scaled_to(count):
         nodes = pool_nodes(kube)
-        return nodes if len(nodes) == count and all(ready(n) and n["status"]["capacity"].get("nvidia.com/gpu") == str(gpus)
-                                                     for n in nodes) else None
+        right = len(nodes) == count and all(ready(n) and n["status"]["capacity"].get("nvidia.com/gpu") == str(gpus) for n in nodes)
+        return nodes if right else None
 
     nodes = wait_for("3 Ready nodes with %d GPUs each" % gpus, lambda: scaled_to(3))
     for node in nodes:

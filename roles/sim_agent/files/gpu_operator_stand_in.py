@@ -207,4 +207,3 @@ def gpu_operator_stand_in(args, nodes=None):
             say("gpu-operator stand-in: %s" % error)
             version = None
             time.sleep(1)
-
