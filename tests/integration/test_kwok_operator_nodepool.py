@@ -1,7 +1,7 @@
 """What KAI's scale suite stands on, on the shared sim cluster: run.ai's kwok-operator scaling a NodePool up and
 down, and the gpu-operator stand-in giving each of its nodes the GPUs of the topology (make kai-scale's small gate).
 
-The topology here gives 3 GPUs a node (KAI's setup gives 8), so the count the nodes show can only come from it.
+The test's topology gives 3 GPUs a node (KAI's setup gives 8), so the count the nodes show can only come from it.
 """
 
 import os

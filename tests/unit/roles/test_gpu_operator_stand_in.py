@@ -1,6 +1,6 @@
 """The gpu-operator stand-in, rule by rule (its docstring numbers them), against fake-gpu-operator 0.0.73's KWOK path.
 
-Expected patches are written out here from the rules, not produced by the code under test.
+The tests write the expected patches out from the rules; the code under test does not produce them.
 """
 
 import importlib.util
