@@ -575,12 +575,7 @@ def main():
                     failed.append("a fill of the sweep (%s) did not finish in %d s" % (label, args.timeout))
         peak["whole"] = whole_mib[0]
     finally:
-        if args.keep:
-            print("left up: ansible-playbook playbooks/cleanup.yml -e cleanup_cluster_name=%s -e sim_cluster_workdir=%s"
-                  % (fleet.name, fleet.simdir))
-        else:
-            fleet.down()
-            shutil.rmtree(workdir, ignore_errors=True)
+        take_down(fleet, workdir, args.keep)
 
     print()
     print("| nodes | GPUs | cluster up/grown s | KAI fill s | KAI pods/s | kube-scheduler fill s | pods/s | KAI / kube-scheduler |")
@@ -642,6 +637,16 @@ def main():
     return 1 if failed else 0
 
 
+def take_down(fleet, workdir, keep):
+    """Take the cluster down and remove its work dir, or with --keep say how to take it down later."""
+    if keep:
+        print("left up: ansible-playbook playbooks/cleanup.yml -e cleanup_cluster_name=%s -e sim_cluster_workdir=%s"
+              % (fleet.name, fleet.simdir))
+    else:
+        fleet.down()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def bulk_main(args):
     """--bulk-fractions: the sim with --nodes nodes, every GPU asked for twice as halves at once, the four rules checked."""
     workdir = tempfile.mkdtemp(prefix="kai-hami-fleet-")
@@ -654,12 +659,7 @@ def bulk_main(args):
         fill_s, counts, findings = bulk_fractions(fleet, args.nodes, args.timeout)
         whole = memory_mib(sim_pids(fleet.simdir))
     finally:
-        if args.keep:
-            print("left up: ansible-playbook playbooks/cleanup.yml -e cleanup_cluster_name=%s -e sim_cluster_workdir=%s"
-                  % (fleet.name, fleet.simdir))
-        else:
-            fleet.down()
-            shutil.rmtree(workdir, ignore_errors=True)
+        take_down(fleet, workdir, args.keep)
     print("bound %d of %d in %s s; refused with KAI's reason %d, neither %d; %d GPU groups; memory of the sim %.0f MiB RSS (%.0f before)"
           % (counts["bound"], counts["pods"], seconds(fill_s), counts["refused_with_reason"], counts["unexplained"], counts["groups"],
              whole[0], baseline[0]))
