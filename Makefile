@@ -179,7 +179,7 @@ bench: collections sim-bin ## Benchmark: one module task vs a kubernetes.core.k8
 kai-e2e: collections sim-bin ## KAI's own e2e suites on a sim cluster (tests/kai_e2e/kai-<version>.yml); report in kai-e2e-report/ (KAI_E2E_ARGS='--suite allocate/quota')
 	python tools/kai_e2e.py $(KAI_E2E_ARGS)
 
-kai-scale: collections sim-bin ## KAI's own scale suite, unchanged, on a sim cluster of NODE_COUNT nodes (default 500, as KAI's) with kwok-operator and the gpu-operator stand-in; report in kai-scale-report/ beside KAI's example report (KAI_SCALE_ARGS='--focus Sanity')
+kai-scale: collections sim-bin $(VENV)/.bench-installed ## KAI's own scale suite, unchanged, on a sim cluster of NODE_COUNT nodes (default 500, as KAI's) with kwok-operator and the gpu-operator stand-in; report and SVG in kai-scale-report/ beside KAI's example report (KAI_SCALE_ARGS='--focus Sanity')
 	python tools/kai_scale.py --nodes $(NODE_COUNT) $(KAI_SCALE_ARGS)
 
 kai-e2e-build: collections sim-bin ## Build the test binaries of the e2e suites with gate: counts (kai-e2e-gate builds them too)

@@ -50,6 +50,7 @@ BIN = os.path.dirname(sys.executable)
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.gpulab.kai_hami.plugins.module_utils import kai_math, kai_parts  # noqa: E402  pylint: disable=wrong-import-position
+import kai_scale  # noqa: E402  pylint: disable=wrong-import-position
 from stage_watch import KAI_STAGES, KUBE_STAGES, RESERVATION_STAGES, StageWatch, bound_curve, stage_rows  # noqa: E402  pylint: disable=wrong-import-position
 
 NAME = "fleet"
@@ -444,16 +445,24 @@ def p50(rows, stage):
     return "%.2f" % found[0] if found else "nan"
 
 
-def draw(path, rows, sweep, frac=None):
+def draw(path, rows, sweep, frac=None, scale=None):
     """The SVG: bound pods over time for KAI and kube-scheduler at each size; the p50 of each stage of the
-    whole-GPU fills (and the sweep's), and of the fractional fill. False without matplotlib."""
+    whole-GPU fills (and the sweep's), and of the fractional fill; with the results of make kai-scale
+    (``scale``), a second row: KAI's scale suite, each spec ours beside KAI's example report, and KAI's
+    memory over it. False without matplotlib."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         from matplotlib import pyplot
     except ImportError:
         return False
-    figure, (left, middle, right) = pyplot.subplots(1, 3, figsize=(17, 5), gridspec_kw={"width_ratios": [1.2, 1, 1]})
+    if scale:
+        figure = pyplot.figure(figsize=(17, 11))
+        grid = figure.add_gridspec(2, 3, width_ratios=[1.2, 1, 1], height_ratios=[5, 6])
+        left, middle, right = (figure.add_subplot(grid[0, column]) for column in range(3))
+        kai_scale.draw_on(figure.add_subplot(grid[1, :2]), figure.add_subplot(grid[1, 2]), scale)
+    else:
+        figure, (left, middle, right) = pyplot.subplots(1, 3, figsize=(17, 5), gridspec_kw={"width_ratios": [1.2, 1, 1]})
     colours = pyplot.rcParams["axes.prop_cycle"].by_key()["color"]
     for index, (size, _gpus, _grew, kai, kube) in enumerate(rows):
         colour = colours[index % len(colours)]
@@ -498,6 +507,15 @@ def stacked(axes, bars, stages, colours, title, row=0):
     axes.legend(fontsize="small")
 
 
+def scale_results(path):
+    """make kai-scale's results.json, or None where it has not run."""
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=64, help="GPU nodes of the largest fill (8 GPUs each)")
@@ -513,6 +531,8 @@ def main():
                         "0.5 a node at once (every GPU asked for twice); check no GPU holds more than two, no GPU group is named "
                         "twice, no reservation pod is deleted while in use, every pod binds or is refused with KAI's reason")
     parser.add_argument("--svg", default=os.path.join(ROOT, ".cache", "bench-fleet.svg"), help="where to write the picture")
+    parser.add_argument("--scale-results", default=os.path.join(ROOT, "kai-scale-report", "results.json"),
+                        help="the results of make kai-scale, drawn in the picture's second row when the file exists")
     parser.add_argument("--keep", action="store_true", help="leave the cluster up (take it down with playbooks/cleanup.yml)")
     args = parser.parse_args()
     if args.nodes < 1 or args.groups < 1:
@@ -619,7 +639,7 @@ def main():
         print("the stage watch restarted %d times (first: %s)" % (len(fleet.watch.errors), fleet.watch.errors[0]))
     if not rows:
         print("no picture: no whole-GPU fill ran")
-    elif draw(args.svg, rows, sweep, frac):
+    elif draw(args.svg, rows, sweep, frac, scale_results(args.scale_results)):
         print("picture: %s" % args.svg)
     else:
         print("no picture: matplotlib is not installed (pip install -r requirements/bench.txt; make bench-fleet does)")

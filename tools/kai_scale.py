@@ -43,6 +43,7 @@ SUITE = "scale"
 # Kubernetes supports clusters of at most 5,000 nodes.
 MIN_NODES, MAX_NODES = 20, 5000
 RESULTS = "kwok_scale_test.json"
+SERIES_EVERY = 10.0  # seconds between two points of the memory series in usage.json
 # what a process is, from its command line: (component, pattern); the first match names it
 COMPONENTS = (
     ("gpu-operator stand-in", re.compile(r"sim_agent\.py gpu-operator-stand-in\b")),
@@ -101,6 +102,8 @@ class UsageSampler(threading.Thread):
         self.cpu_s = {}
         self.last_cpu = {}
         self.results_seen = []  # (time, number of entries) each time the suite's results file gained entries
+        self.series = {}  # component: [[epoch seconds, MiB], ...], one point every SERIES_EVERY seconds
+        self.series_at = 0.0
         self.stopped = threading.Event()
         self.tick = os.sysconf("SC_CLK_TCK")
 
@@ -156,6 +159,11 @@ class UsageSampler(threading.Thread):
             totals[name] = totals.get(name, 0) + rss_kib
         for name, rss_kib in totals.items():
             self.peak_mib[name] = max(self.peak_mib.get(name, 0), rss_kib // 1024)
+        now = time.time()
+        if now - self.series_at >= SERIES_EVERY:
+            self.series_at = now
+            for name, rss_kib in totals.items():
+                self.series.setdefault(name, []).append([round(now, 1), rss_kib // 1024])
 
     def cpu_by_component(self):
         out = {}
@@ -250,6 +258,23 @@ def paired(ours, theirs):
     return pairs, unpaired
 
 
+def is_scheduler_or_binder(component):
+    """KAI's scheduler (one Deployment a shard) and binder, by the names the sampler gives KAI's containers."""
+    return component.startswith("KAI ") and ("scheduler" in component or "binder" in component)
+
+
+def peaks_between(series, start, end):
+    """Each KAI program's peak resident memory (MiB) between two times, from the sampler's series: {component: MiB}."""
+    if start is None or end is None:
+        return {}
+    peaks = {}
+    for name, points in series.items():
+        inside = [mib for at, mib in points if start <= at <= end + SERIES_EVERY]
+        if name.startswith("KAI ") and inside:
+            peaks[name] = max(inside)
+    return peaks
+
+
 def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
     """report.md and results.json: each spec of the suite, ours beside KAI's example report."""
     theirs, only_theirs = paired(ours, theirs) if ours else (theirs, {})
@@ -267,6 +292,9 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
         theirs_spec = theirs.get(name) or {}
         rows.append({
             "spec": name, "state": state, "seconds": round((spec.get("RunTime") or 0) / 1e9, 1),
+            "start": parse_time(spec.get("StartTime")), "end": parse_time(spec.get("EndTime")),
+            "kai_peak_mib": peaks_between(usage.get("series") or {}, parse_time(spec.get("StartTime")),
+                                          parse_time(spec.get("EndTime"))),
             "figures": metrics.get(name) or [], "reason": reason or ((spec.get("Failure") or {}).get("Message") or "")[:300],
             "kai_state": theirs_spec.get("State", "-"), "kai_seconds": round((theirs_spec.get("RunTime") or 0) / 1e9, 1),
             "kai_figures": kai_metrics(theirs_spec),
@@ -280,12 +308,14 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
         json.dump(dict(meta, counts=counts, specs=rows, usage=usage), handle, indent=1)
     lines = ["# KAI %s's scale suite on the sim, %d nodes" % (meta["kai_version"], meta["nodes"]), "",
              "%s. Run %s; KAI's example report: %s." % (meta["cluster"], meta["date"], meta["example"]), "",
-             "| spec | ours | seconds | figures | KAI's example | seconds | figures |", "|---|---|---|---|---|---|---|"]
+             "| spec | ours | seconds | figures | KAI's scheduler, binder: peak MiB | KAI's example | seconds | figures |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
             row["spec"], row["state"] + (" (%s)" % row["reason"].replace("|", "/").replace("\n", " ") if row["reason"] else ""),
-            row["seconds"], "; ".join(figures(d) for d in row["figures"]) or "-", row["kai_state"], row["kai_seconds"],
-            figures(row["kai_figures"]) or "-"))
+            row["seconds"], "; ".join(figures(d) for d in row["figures"]) or "-",
+            ", ".join("%d" % mib for name, mib in sorted(row.get("kai_peak_mib", {}).items()) if is_scheduler_or_binder(name)) or "-",
+            row["kai_state"], row["kai_seconds"], figures(row["kai_figures"]) or "-"))
     lines += ["", "Peak resident memory and CPU time per component (sampled every 2 s):", "",
               "| component | peak MiB | CPU s |", "|---|---|---|"]
     for name in sorted(usage["peak_mib"], key=lambda n: -usage["peak_mib"][n]):
@@ -293,6 +323,62 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
     with open(os.path.join(report_dir, "report.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     return counts, rows
+
+
+def short_spec(name, width=48):
+    """A spec's full text cut to fit a chart's label: its leaf text, with its container when there is room."""
+    return name if len(name) <= width else "..." + name[-(width - 3):]
+
+
+def draw_on(times_axes, memory_axes, results):
+    """The scale suite's figures on two matplotlib axes: each spec's seconds, ours beside KAI's example report;
+    KAI's scheduler's and binder's (and the API server's) resident memory over the run, the specs shaded."""
+    rows = [row for row in results.get("specs") or [] if row.get("state") not in ("-", None)]
+    labels = [short_spec(row["spec"]) for row in rows]
+    places = list(range(len(rows)))
+    times_axes.barh([p - 0.2 for p in places], [row["seconds"] for row in rows], height=0.4,
+                    label="ours, %d nodes" % results.get("nodes", 0))
+    times_axes.barh([p + 0.2 for p in places], [row["kai_seconds"] for row in rows], height=0.4,
+                    label="KAI's example report")
+    for place, row in zip(places, rows):
+        if row["state"] != "passed":
+            times_axes.text(max(row["seconds"], 1), place - 0.2, " " + row["state"], va="center", fontsize="x-small")
+    times_axes.set_yticks(places)
+    times_axes.set_yticklabels(labels, fontsize="x-small")
+    times_axes.invert_yaxis()
+    times_axes.set_xscale("symlog", linthresh=10)
+    times_axes.set_xlabel("seconds per spec")
+    times_axes.set_title("KAI %s's scale suite: ours beside KAI's example report" % results.get("kai_version", ""))
+    times_axes.legend(fontsize="small")
+    series = (results.get("usage") or {}).get("series") or {}
+    shown = sorted(name for name in series if is_scheduler_or_binder(name) or name == "kube-apiserver")
+    begin = min([points[0][0] for points in series.values() if points] or [0])
+    for name in shown:
+        memory_axes.plot([(at - begin) / 60.0 for at, _mib in series[name]], [mib for _at, mib in series[name]], label=name)
+    for index, row in enumerate(rows):
+        if row.get("start") and row.get("end") and index % 2 == 0:
+            memory_axes.axvspan((row["start"] - begin) / 60.0, (row["end"] - begin) / 60.0, color="0.92")
+    memory_axes.set_xlabel("minutes from the cluster's start (shaded: every other spec)")
+    memory_axes.set_ylabel("resident MiB")
+    memory_axes.set_title("Resident memory over the suite, %d nodes" % results.get("nodes", 0))
+    if shown:
+        memory_axes.legend(fontsize="small")
+
+
+def draw(path, results):
+    """The scale suite's SVG (draw_on's two panels). False without matplotlib (requirements/bench.txt)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        return False
+    figure, (times_axes, memory_axes) = pyplot.subplots(1, 2, figsize=(17, 6), gridspec_kw={"width_ratios": [1.3, 1]})
+    draw_on(times_axes, memory_axes, results)
+    figure.tight_layout()
+    figure.savefig(path, format="svg")
+    pyplot.close(figure)
+    return True
 
 
 def main(argv=None):
@@ -349,7 +435,7 @@ def main(argv=None):
             results = json.load(handle).get("tests") or []
     except (OSError, ValueError):
         results = []
-    usage = {"peak_mib": sampler.peak_mib, "cpu_s": sampler.cpu_by_component()}
+    usage = {"peak_mib": sampler.peak_mib, "cpu_s": sampler.cpu_by_component(), "series": sampler.series}
     with open(os.path.join(args.report_dir, "usage.json"), "w") as handle:
         json.dump(usage, handle, indent=1)
     meta = dict(kai_version=version, nodes=args.nodes, date=time.strftime("%Y-%m-%d"), seed=spec["seed"],
@@ -362,6 +448,9 @@ def main(argv=None):
     for row in rows:
         shown = ("  [%s]" % "; ".join(figures(d) for d in row["figures"])) if row["figures"] else ""
         print("%-9s %7.0f s  %s%s" % (row["state"], row["seconds"], row["spec"], shown))
+    with open(os.path.join(args.report_dir, "results.json")) as handle:
+        if draw(os.path.join(args.report_dir, "kai-scale.svg"), json.load(handle)):
+            print("picture: %s" % os.path.join(args.report_dir, "kai-scale.svg"))
     print("report: %s (build %.0f s, cluster %.0f s, suite %.0f s; peak MiB: %s)" % (
         os.path.join(args.report_dir, "report.md"), build_s, cluster_s, run_s,
         ", ".join("%s %d" % item for item in sorted(usage["peak_mib"].items(), key=lambda item: -item[1])[:6])))

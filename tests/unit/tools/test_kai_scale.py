@@ -93,3 +93,38 @@ def test_a_spec_whose_container_moved_is_paired_by_its_own_text_when_that_names_
     pairs, unpaired = kai_scale.paired(ours, theirs)
     assert pairs == {"K B W Burst Runs": theirs["K B Burst Runs"]}  # two specs named "fill" on each side: not paired
     assert sorted(unpaired) == ["K S2 fill", "K T2 fill"]
+
+
+def test_each_spec_gets_the_peak_memory_of_kai_s_programs_while_it_ran(tmp_path):
+    at = kai_scale.parse_time
+    start, end = at("2026-12-07T10:00:00Z"), at("2026-12-07T10:01:00Z")
+    scheduler = [[start - 30, 900], [start + 10, 400], [start + 50, 700], [end + 60, 1200]]  # 900 and 1200: outside the spec
+    binder = [[start + 20, 150]]
+    series = {"KAI kai-scheduler-default": scheduler, "KAI binder": binder, "kube-apiserver": [[start + 20, 2000]]}
+    expected = {"KAI kai-scheduler-default": max(mib for t, mib in scheduler if start <= t <= end), "KAI binder": 150}
+    assert kai_scale.peaks_between(series, start, end) == expected  # only KAI's programs, only inside the spec
+    assert kai_scale.peaks_between(series, None, end) == {}
+    ours = {"K B ran": spec("ran", "2026-12-07T10:00:00Z", "2026-12-07T10:01:00Z")}
+    meta = {"kai_version": "vX", "nodes": 20, "cluster": "c", "date": "d", "example": "e"}
+    usage = {"peak_mib": {"KAI binder": 150}, "cpu_s": {}, "series": series}
+    _counts, rows = kai_scale.write_report(str(tmp_path), meta, ours, {}, {}, [], usage)
+    assert rows[0]["kai_peak_mib"] == expected
+    assert "| K B ran | passed | 10.0 | - | %d, %d |" % (expected["KAI binder"], expected["KAI kai-scheduler-default"]) \
+        in (tmp_path / "report.md").read_text()
+
+
+def test_the_picture_draws_both_panels_from_the_results_or_says_it_cannot(tmp_path):
+    results = {"kai_version": "vX", "nodes": 20, "specs": [
+        {"spec": "K B ran", "state": "passed", "seconds": 12.0, "kai_seconds": 80.0, "start": 100.0, "end": 112.0},
+        {"spec": "K B broke", "state": "failed", "seconds": 3.0, "kai_seconds": 0, "start": 112.0, "end": 115.0}],
+        "usage": {"series": {"KAI binder": [[100.0, 150], [110.0, 160]], "kube-apiserver": [[100.0, 900]], "etcd": [[100.0, 5]]}}}
+    path = tmp_path / "scale.svg"
+    try:
+        import matplotlib  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:  # requirements/bench.txt, which make kai-scale installs: without it, no picture and False
+        assert kai_scale.draw(str(path), results) is False and not path.exists()
+        return
+    assert kai_scale.draw(str(path), results)
+    text = path.read_text()
+    assert "K B ran" in text and "K B broke" in text and "KAI binder" in text and "kube-apiserver" in text
+    assert "etcd" not in text  # the memory panel shows KAI's scheduler and binder and the API server only
