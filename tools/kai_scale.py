@@ -199,6 +199,16 @@ def parse_time(text):
     return seconds + float(found.group(2) or 0)
 
 
+def suite_timed_out(ginkgo_json):
+    """Whether the suite's own --ginkgo.timeout ended the run (Ginkgo's special suite failure reasons say so)."""
+    try:
+        with open(ginkgo_json) as handle:
+            suites = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return any(re.search(r"timeout", reason, re.I) for suite in suites for reason in suite.get("SpecialSuiteFailureReasons") or [])
+
+
 def spec_name(spec):
     return " ".join(list(spec.get("ContainerHierarchyTexts") or []) + [spec.get("LeafNodeText") or ""]).strip()
 
@@ -285,6 +295,11 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
         reason = next((why for pattern, why in excluded if re.search(pattern, name)), None)
         if reason and state in ("skipped", "not run"):
             state = "excluded"
+        elif meta.get("timed_out") and state in ("interrupted", "timedout", "skipped"):
+            # the suite's own --timeout ended the run: this spec was running then, or never started
+            reason = "not finished: the suite's --timeout of %d minutes ended the run%s" % (
+                meta.get("timeout_min", 0), " during it" if state != "skipped" else " before it")
+            state = "not run"
         elif state in ("skipped", "not run") and not (spec.get("Failure") or {}).get("Message"):
             # not asked for (--focus) or not reached (the run ended first)
             state = "not run"
@@ -439,6 +454,7 @@ def main(argv=None):
     with open(os.path.join(args.report_dir, "usage.json"), "w") as handle:
         json.dump(usage, handle, indent=1)
     meta = dict(kai_version=version, nodes=args.nodes, date=time.strftime("%Y-%m-%d"), seed=spec["seed"],
+                timeout_min=args.timeout, timed_out=suite_timed_out(os.path.join(args.report_dir, "ginkgo.json")),
                 build_s=build_s, cluster_s=cluster_s, run_s=run_s,
                 example=os.path.relpath(example, module) + " of KAI " + version,
                 cluster="KAI %s by its chart and operator on a real node; kwok plays %d nodes of 8 GPUs (kwok-operator's"

@@ -200,6 +200,8 @@ def write_list(tmp_path, version, body):
     ({"known_failures": [{"match": "x", "class": "flaky", "reason": "?"}]}, "needs a class"),
     ({"known_failures": [{"match": "x", "class": "kai_v0.17.0", "reason": "a bug of another version"}]}, "needs a class"),
     ({"suites": [{"suite": "preempt", "skip": [{"match": "x", "class": "ours"}]}]}, "needs a class"),
+    ({"excluded_suites": [{"suite": "scale", "class": "sim_limit", "reason": "own run", "skip": [{"match": "x", "class": "slow"}]}]},
+     "needs a class"),
     ({"suites": [{"suite": "preempt", "gate": True}]}, "gate must be"),
     ({"seed": None}, "seed"),
     ({"kai_version": "v0.17.0"}, "kai_version must be v0.16.0"),

@@ -128,3 +128,26 @@ def test_the_picture_draws_both_panels_from_the_results_or_says_it_cannot(tmp_pa
     text = path.read_text()
     assert "K B ran" in text and "K B broke" in text and "KAI binder" in text and "kube-apiserver" in text
     assert "etcd" not in text  # the memory panel shows KAI's scheduler and binder and the API server only
+
+
+def test_specs_the_suite_s_timeout_ended_are_not_run_with_the_reason_not_failed(tmp_path):
+    ginkgo = tmp_path / "ginkgo.json"
+    ginkgo.write_text(json.dumps([{"SpecialSuiteFailureReasons": ["Interrupted by Timeout"], "SpecReports": []}]))
+    assert kai_scale.suite_timed_out(str(ginkgo))
+    ginkgo.write_text(json.dumps([{"SpecialSuiteFailureReasons": [], "SpecReports": []}]))
+    assert not kai_scale.suite_timed_out(str(ginkgo)) and not kai_scale.suite_timed_out(str(tmp_path / "none.json"))
+    ours = {"K B ran": spec("ran", "2026-12-07T10:00:00Z", "2026-12-07T10:01:00Z"),
+            "K B running": spec("running", "2026-12-07T10:01:00Z", "2026-12-07T10:02:00Z", state="interrupted",
+                                message="Interrupted by Timeout"),
+            "K B later": spec("later", "2026-12-07T10:02:00Z", "2026-12-07T10:02:00Z", state="skipped",
+                              message="Spec skipped because interrupted by Timeout"),
+            "K B broke": spec("broke", "2026-12-07T10:00:00Z", "2026-12-07T10:00:30Z", state="failed", message="Expected")}
+    meta = {"kai_version": "vX", "nodes": 500, "cluster": "c", "date": "d", "example": "e", "timed_out": True, "timeout_min": 80}
+    counts, rows = kai_scale.write_report(str(tmp_path), meta, ours, {}, {}, [], {"peak_mib": {}, "cpu_s": {}})
+    by_spec = dict((row["spec"], row) for row in rows)
+    assert counts == {"passed": 1, "failed": 1, "excluded": 0, "not_run": 2, "total": 4}
+    assert "--timeout of 80 minutes ended the run during it" in by_spec["K B running"]["reason"]
+    assert "before it" in by_spec["K B later"]["reason"]
+    # without the suite's timeout, an interrupted spec is a failure
+    counts, _rows = kai_scale.write_report(str(tmp_path), dict(meta, timed_out=False), ours, {}, {}, [], {"peak_mib": {}, "cpu_s": {}})
+    assert counts["failed"] == 3
