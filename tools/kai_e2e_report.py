@@ -271,7 +271,8 @@ def scale_suite(suite_entry, specs, scale_results, spec):
             cls, _colon, why = row["reason"].partition(": ")
             found.append(record(suite_entry, name, "excluded", cls, "%s (%s)" % (why, at)))
         elif row["state"] == "not run":
-            found.append(record(suite_entry, name, "not_run", reason="%s did not run it" % at))
+            found.append(record(suite_entry, name, "not_run", reason="%s did not run it%s" % (
+                at, " (%s)" % row["reason"] if row.get("reason") else "")))
         else:
             known = known_failure(name, suite_entry, spec)
             found.append(record(suite_entry, name, "failed", known["class"] if known else "ours",

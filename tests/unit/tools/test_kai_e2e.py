@@ -286,7 +286,7 @@ def test_the_scale_suites_specs_take_the_class_make_kai_scale_gave_them():
     results = {"nodes": 10, "date": "2026-12-07", "specs": [
         {"spec": "K T ran", "state": "passed", "seconds": 3.0, "reason": ""},
         {"spec": "K T left", "state": "excluded", "seconds": 0, "reason": "sim_limit: takes hours"},
-        {"spec": "K T not reached", "state": "not run", "seconds": 0, "reason": ""},
+        {"spec": "K T not reached", "state": "not run", "seconds": 0, "reason": "the suite's --timeout ended the run before it"},
         {"spec": "K T very large", "state": "failed", "seconds": 9.0, "reason": "timed out"},
         {"spec": "K T broke", "state": "interrupted", "seconds": 9.0, "reason": "interrupted"},
         {"spec": "K gone", "state": "-", "seconds": 0, "reason": "not a spec of this version of the suite"}]}
@@ -296,4 +296,5 @@ def test_the_scale_suites_specs_take_the_class_make_kai_scale_gave_them():
     assert found["[It] K T very large [scale]"]["cls"] == "kai_v0.16.0"
     assert found["[It] K T broke [scale]"]["cls"] == "ours"  # a failure no entry names is ours
     assert found["[It] K T new [scale]"]["reason"] == "runs in make kai-scale"  # not in that run: the suite's exclusion
+    assert found["[It] K T not reached [scale]"]["reason"].endswith("did not run it (the suite's --timeout ended the run before it)")
     assert report.plain_name("[It] A B c [scale, nccl]") == "A B c"
