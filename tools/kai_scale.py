@@ -295,6 +295,8 @@ def write_report(report_dir, meta, ours, theirs, metrics, excluded, usage):
         reason = next((why for pattern, why in excluded if re.search(pattern, name)), None)
         if reason and state in ("skipped", "not run"):
             state = "excluded"
+        elif meta.get("focus") and state in ("skipped", "not run") and not re.search(meta["focus"], name):
+            reason, state = "not asked for (--focus %s)" % meta["focus"], "not run"
         elif meta.get("timed_out") and state in ("interrupted", "timedout", "skipped"):
             # the suite's own --timeout ended the run: this spec was running then, or never started
             reason = "not finished: the suite's --timeout of %d minutes ended the run%s" % (
@@ -370,8 +372,9 @@ def draw_on(times_axes, memory_axes, results):
     begin = min([points[0][0] for points in series.values() if points] or [0])
     for name in shown:
         memory_axes.plot([(at - begin) / 60.0 for at, _mib in series[name]], [mib for _at, mib in series[name]], label=name)
-    for index, row in enumerate(rows):
-        if row.get("start") and row.get("end") and index % 2 == 0:
+    ran = [row for row in rows if row.get("start") and row.get("end") and begin <= row["start"] < row["end"]]
+    for index, row in enumerate(ran):  # a spec that never started has Go's zero time
+        if index % 2 == 0:
             memory_axes.axvspan((row["start"] - begin) / 60.0, (row["end"] - begin) / 60.0, color="0.92")
     memory_axes.set_xlabel("minutes from the cluster's start (shaded: every other spec)")
     memory_axes.set_ylabel("resident MiB")
@@ -454,7 +457,7 @@ def main(argv=None):
     with open(os.path.join(args.report_dir, "usage.json"), "w") as handle:
         json.dump(usage, handle, indent=1)
     meta = dict(kai_version=version, nodes=args.nodes, date=time.strftime("%Y-%m-%d"), seed=spec["seed"],
-                timeout_min=args.timeout, timed_out=suite_timed_out(os.path.join(args.report_dir, "ginkgo.json")),
+                timeout_min=args.timeout, focus=args.focus, timed_out=suite_timed_out(os.path.join(args.report_dir, "ginkgo.json")),
                 build_s=build_s, cluster_s=cluster_s, run_s=run_s,
                 example=os.path.relpath(example, module) + " of KAI " + version,
                 cluster="KAI %s by its chart and operator on a real node; kwok plays %d nodes of 8 GPUs (kwok-operator's"

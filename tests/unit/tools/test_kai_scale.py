@@ -142,12 +142,15 @@ def test_specs_the_suite_s_timeout_ended_are_not_run_with_the_reason_not_failed(
             "K B later": spec("later", "2026-12-07T10:02:00Z", "2026-12-07T10:02:00Z", state="skipped",
                               message="Spec skipped because interrupted by Timeout"),
             "K B broke": spec("broke", "2026-12-07T10:00:00Z", "2026-12-07T10:00:30Z", state="failed", message="Expected")}
-    meta = {"kai_version": "vX", "nodes": 500, "cluster": "c", "date": "d", "example": "e", "timed_out": True, "timeout_min": 80}
+    ours["T not asked"] = spec("not asked", "2026-12-07T10:00:00Z", "2026-12-07T10:00:00Z", state="skipped")
+    meta = {"kai_version": "vX", "nodes": 500, "cluster": "c", "date": "d", "example": "e", "timed_out": True, "timeout_min": 80,
+            "focus": "K B"}
     counts, rows = kai_scale.write_report(str(tmp_path), meta, ours, {}, {}, [], {"peak_mib": {}, "cpu_s": {}})
     by_spec = dict((row["spec"], row) for row in rows)
-    assert counts == {"passed": 1, "failed": 1, "excluded": 0, "not_run": 2, "total": 4}
+    assert counts == {"passed": 1, "failed": 1, "excluded": 0, "not_run": 3, "total": 5}
     assert "--timeout of 80 minutes ended the run during it" in by_spec["K B running"]["reason"]
     assert "before it" in by_spec["K B later"]["reason"]
+    assert by_spec["T not asked"]["reason"] == "not asked for (--focus K B)"  # --focus left it out, not the timeout
     # without the suite's timeout, an interrupted spec is a failure
     counts, _rows = kai_scale.write_report(str(tmp_path), dict(meta, timed_out=False), ours, {}, {}, [], {"peak_mib": {}, "cpu_s": {}})
-    assert counts["failed"] == 3
+    assert counts["failed"] == 3 and counts["not_run"] == 1
