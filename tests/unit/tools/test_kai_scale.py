@@ -154,3 +154,20 @@ def test_specs_the_suite_s_timeout_ended_are_not_run_with_the_reason_not_failed(
     # without the suite's timeout, an interrupted spec is a failure
     counts, _rows = kai_scale.write_report(str(tmp_path), dict(meta, timed_out=False), ours, {}, {}, [], {"peak_mib": {}, "cpu_s": {}})
     assert counts["failed"] == 3 and counts["not_run"] == 1
+
+
+def test_bench_fleet_s_picture_gains_the_scale_suite_as_a_second_row_or_says_it_cannot(tmp_path):
+    import bench_fleet  # pylint: disable=import-outside-toplevel
+    stages = [{"stage": name, "p50": 1.0} for name, _begin, _end in bench_fleet.KAI_STAGES]
+    fill = {"curve": [0.5, 1.0, 1.5], "stages": stages}
+    rows = [(8, 64, None, fill, fill)]
+    scale = {"kai_version": "vX", "nodes": 500, "specs": [
+        {"spec": "K B fill the cluster", "state": "passed", "seconds": 90.0, "kai_seconds": 80.0, "start": 100.0, "end": 190.0}],
+        "usage": {"series": {"KAI binder": [[100.0, 150], [110.0, 160]]}}}
+    with_scale, without = tmp_path / "with.svg", tmp_path / "without.svg"
+    drawn = bench_fleet.draw(str(with_scale), rows, [], None, scale)
+    assert drawn == bench_fleet.draw(str(without), rows, [], None, None)
+    if not drawn:  # without matplotlib (requirements/bench.txt): no picture
+        assert not with_scale.exists() and not without.exists()
+        return
+    assert "K B fill the cluster" in with_scale.read_text() and "K B fill the cluster" not in without.read_text()
