@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -399,8 +400,18 @@ def draw(path, results):
     return True
 
 
+def cleanup_on_sigterm():
+    """SIGTERM (and SIGINT, which a background job inherits as ignored) end the run as an error does: the running
+    child is killed and the cluster taken down (main's finally), rather than left up."""
+    def stop(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    cleanup_on_sigterm()
     version = kai_e2e.kai_version()
     spec = report.load(report.list_path(version))
     entry = next((e for e in (spec.get("excluded_suites") or []) + spec["suites"] if e["suite"] == SUITE), {})

@@ -4,6 +4,7 @@ that ran when it appeared, and every spec of the suite counted once, in one clas
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -171,3 +172,26 @@ def test_bench_fleet_s_picture_gains_the_scale_suite_as_a_second_row_or_says_it_
         assert not with_scale.exists() and not without.exists()
         return
     assert "K B fill the cluster" in with_scale.read_text() and "K B fill the cluster" not in without.read_text()
+
+
+def ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT"])
+def test_a_signal_ends_the_run_through_its_cleanup_even_when_sigint_came_ignored(tmp_path, signum):
+    marker = tmp_path / "cleaned"
+    program = ("import os, signal, sys, time\n"
+               "sys.path.insert(0, %r)\n"
+               "import kai_scale\n"
+               "kai_scale.cleanup_on_sigterm()\n"
+               "try:\n"
+               "    os.kill(os.getpid(), signal.%s)\n"
+               "    time.sleep(30)\n"
+               "finally:\n"
+               "    open(%r, 'w').close()\n") % (os.path.join(ROOT, "tools"), signum, str(marker))
+    # started as a background job starts it: SIGINT ignored
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False,
+                          preexec_fn=ignore_sigint)
+    assert marker.exists(), done.stderr  # the finally ran: main's cleanup would have
+    assert done.returncode == 128 + int(getattr(signal, signum))
