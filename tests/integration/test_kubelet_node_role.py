@@ -188,6 +188,20 @@ def test_real_node_runs_pods_heals_and_leaves_nothing(tmp_path):
         assert kubectl(kubeconfig, "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}").stdout == "True"
         assert kubectl(kubeconfig, "exec", "sleeper", "--", "cat", "/proc/1/cmdline").stdout.split("\0")[0] == "sleep"
 
+        # a re-run reads every file of the node (in one call): containerd's configuration edited by hand is
+        # written back, and containerd, started on the content the file has again, goes on running
+        config = os.path.join(workdir, "node", "containerd", "config.toml")
+        made = open(config).read()
+        containerd_pid = int(open(os.path.join(workdir, "node", "processes", "containerd.pid")).read())
+        with open(config, "a") as handle:
+            handle.write("# edited by hand\n")
+        edited = run_playbook(variables)
+        assert edited.returncode == 0, edited.stdout[-3000:]
+        assert open(config).read() == made
+        assert int(open(os.path.join(workdir, "node", "processes", "containerd.pid")).read()) == containerd_pid
+        assert re.search(r"Make the node's directories and write its files[^\n]*\nchanged: \[localhost\]", edited.stdout), edited.stdout[-3000:]
+        assert kubectl(kubeconfig, "get", "node", node, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}").stdout == "True"
+
         # every listener of the node's processes is on 127.0.0.1 or the node's own bridge address
         node_ip = kubectl(kubeconfig, "get", "node", node, "-o", "jsonpath={.status.addresses[?(@.type=='InternalIP')].address}").stdout
         pids = [int(open(os.path.join(workdir, "node", "processes", name + ".pid")).read()) for name in ("kubelet", "containerd")]
