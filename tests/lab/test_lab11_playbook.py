@@ -70,13 +70,18 @@ def exec_in(workdir, pod, *command):
     return done.stdout
 
 
-def helm_releases(workdir, namespace):
-    """``helm list -o json`` in ``namespace`` with the helm the helm_binary role installs (its pinned version)."""
+def helm(workdir, *args):
+    """``helm <args> -o json`` with the helm the helm_binary role installs (its pinned version), its output read."""
     version = pinned_versions()["HELM_VERSION"]
-    helm = os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "helm", version, "bin", "helm")
-    done = subprocess.run([helm, "--kubeconfig", os.path.join(workdir, "kubeconfig"), "list", "-n", namespace, "-o", "json"],
+    binary = os.path.join(os.path.expanduser("~"), ".cache", "gpulab-kai-hami", "helm", version, "bin", "helm")
+    done = subprocess.run([binary, "--kubeconfig", os.path.join(workdir, "kubeconfig")] + list(args) + ["-o", "json"],
                           capture_output=True, text=True, check=True, timeout=60)
     return json.loads(done.stdout)
+
+
+def helm_releases(workdir, namespace):
+    """``helm list`` in ``namespace``."""
+    return helm(workdir, "list", "-n", namespace)
 
 
 def claims_of(tmp_path):
@@ -554,6 +559,22 @@ def test_the_lab_on_the_sim_holds_and_is_cleaned_up(molecule_sim, tmp_path):
         every_claim_can_fail(variables, tmp_path)
 
         late_label_experiment(kube, variables, workdir)
+
+        # A re-run finds KAI's release deployed with the chart version and values asked for: helm is not
+        # run, and the output says so. A changed value is not skipped: helm upgrades the release with it.
+        (release,) = helm_releases(workdir, "kai-scheduler")
+        same = run_playbook(variables, playbook=LAB, options=["--tags", "kai"])
+        assert same.returncode == 0, same.stdout[-4000:]
+        assert ("helm not run: release kai-scheduler in kai-scheduler is deployed with chart kai-scheduler-%s (revision %s)"
+                % (kai, release["revision"])) in same.stdout, same.stdout[-4000:]
+        assert helm_releases(workdir, "kai-scheduler")[0]["revision"] == release["revision"]
+        chart_values = {"global": {"nodeSelector": {"kubernetes.io/hostname": NODE}}, "gpulabProbe": "a changed value"}
+        changed = run_playbook(variables, dict(sim_kai_chart_values=chart_values), playbook=LAB, options=["--tags", "kai"])
+        assert changed.returncode == 0, changed.stdout[-4000:]
+        assert "helm not run" not in changed.stdout
+        (upgraded,) = helm_releases(workdir, "kai-scheduler")
+        assert (int(upgraded["revision"]), upgraded["status"]) == (int(release["revision"]) + 1, "deployed"), upgraded
+        assert helm(workdir, "get", "values", "kai-scheduler", "-n", "kai-scheduler")["gpulabProbe"] == "a changed value"
 
         lab_processes = sim_leaders(workdir, ("kai",))
         inside = run_playbook(variables, dict(cleanup_keep_cluster=True), playbook=CLEANUP)
