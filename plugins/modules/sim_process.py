@@ -89,6 +89,13 @@ options:
         type: list
         elements: int
         default: []
+      state_dir:
+        description:
+          - This process's own state directory, in place of O(state_dir).
+          - With O(state=absent), one call stops processes of several directories together
+            (SIGTERM to all, one wait).
+        type: path
+        version_added: 0.3.0
   state:
     description:
       - V(present) runs it (started when not running, restarted when its spec changed).
@@ -167,6 +174,15 @@ EXAMPLES = r"""
     processes:
       - {name: binder, argv: [/opt/sim-bin/kai-binder], health_url: "http://127.0.0.1:30181/healthz", ports: [30181]}
       - {name: scheduler, argv: [/opt/sim-bin/kai-scheduler], health_url: "http://127.0.0.1:30182/healthz", ports: [30182]}
+
+- name: Stop a node's kubelet and KAI's programs together (one SIGTERM each, one wait)
+  gpulab.kai_hami.sim_process:
+    state_dir: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/kai
+    state: absent
+    processes:
+      - {name: binder}
+      - {name: scheduler}
+      - {name: kubelet, state_dir: ~/.cache/gpulab-kai-hami/sim/kai-hami-test/node/processes}
 
 - name: Stop it
   gpulab.kai_hami.sim_process:
@@ -249,7 +265,8 @@ SHARED = ("state", "state_dir", "wait_timeout", "start_grace", "stop_timeout")
 def argument_spec():
     spec = dict(PROCESS_OPTIONS)
     spec.update(
-        processes=dict(type="list", elements="dict", options=dict(PROCESS_OPTIONS, name=dict(type="str", required=True))),
+        processes=dict(type="list", elements="dict",
+                   options=dict(PROCESS_OPTIONS, name=dict(type="str", required=True), state_dir=dict(type="path"))),
         state=dict(type="str", default="present", choices=["present", "restarted", "absent"]),
         state_dir=dict(type="path", required=True),
         wait_timeout=dict(type="int", default=60),
@@ -264,7 +281,9 @@ def items_of(params):
     shared = dict((key, params[key]) for key in SHARED)
     if params["processes"] is None:
         return [dict(shared, **dict((key, params[key]) for key in PROCESS_OPTIONS))]
-    return [dict(shared, **item) for item in params["processes"]]
+    # an entry's own state_dir, where it gives one, replaces O(state_dir)
+    return [dict(shared, **dict((key, value) for key, value in item.items() if key != "state_dir" or value))
+            for item in params["processes"]]
 
 
 def validate(params):
@@ -300,13 +319,13 @@ def validate_all(params, items):
     for option in PROCESS_OPTIONS:
         if params[option] not in (None, {}, []):
             return "%s belongs in each entry of processes, not beside it" % option
-    names = [item["name"] for item in items]
+    names = [(item["state_dir"], item["name"]) for item in items]
     for index, item in enumerate(items):
         error = validate(item)
         if error:
             return "processes[%d] (%s): %s" % (index, item["name"], error)
-        if item["name"] in names[:index]:
-            return "processes[%d]: the name %r is given twice" % (index, item["name"])
+        if names[index] in names[:index]:
+            return "processes[%d]: the name %r is given twice in %s" % (index, item["name"], item["state_dir"])
     return None
 
 

@@ -251,6 +251,20 @@ def test_processes_start_together_converge_and_one_failure_stops_what_the_call_s
     assert not sp.is_alive(pids["kept"]) and not sp.is_alive(pids["a"])
 
 
+def test_processes_of_several_state_dirs_stop_in_one_call(run, state_dir, tmp_path):
+    other = str(tmp_path / "other")
+    # the same name in two directories is two processes
+    one, dummy = run(sim_process.main, dict(name="p", state_dir=state_dir, argv=SLEEPER))
+    two, dummy = run(sim_process.main, dict(name="p", state_dir=other, argv=SLEEPER + ["other"]))
+    assert sp.is_alive(one["pid"]) and sp.is_alive(two["pid"]) and one["pid"] != two["pid"]
+    stopped, code = run(sim_process.main, dict(state_dir=state_dir, state="absent",
+                                               processes=[dict(name="p"), dict(name="p", state_dir=other), dict(name="gone", state_dir=other)]))
+    assert code == 0 and stopped["changed"]
+    assert [(p["name"], p["action"]) for p in stopped["processes"]] == [("p", "stopped"), ("p", "stopped"), ("gone", "none")]
+    assert not sp.is_alive(one["pid"]) and not sp.is_alive(two["pid"])
+    assert not os.path.exists(os.path.join(other, "p.pid")) and not os.path.exists(os.path.join(state_dir, "p.pid"))
+
+
 @pytest.mark.parametrize("args, fragment", [
     (dict(), "one of name or processes is required"),
     (dict(processes=[]), "processes must name at least one process"),
