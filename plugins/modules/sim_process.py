@@ -265,8 +265,9 @@ SHARED = ("state", "state_dir", "wait_timeout", "start_grace", "stop_timeout")
 def argument_spec():
     spec = dict(PROCESS_OPTIONS)
     spec.update(
-        processes=dict(type="list", elements="dict",
-                   options=dict(PROCESS_OPTIONS, name=dict(type="str", required=True), state_dir=dict(type="path"))),
+        processes=dict(
+            type="list", elements="dict",
+            options=dict(PROCESS_OPTIONS, name=dict(type="str", required=True), state_dir=dict(type="path"))),
         state=dict(type="str", default="present", choices=["present", "restarted", "absent"]),
         state_dir=dict(type="path", required=True),
         wait_timeout=dict(type="int", default=60),
