@@ -540,6 +540,8 @@ def main():
     if args.groups > args.nodes * 8:
         sys.exit("--groups %d needs %d GPUs; --nodes %d gives %d" % (args.groups, args.groups, args.nodes, args.nodes * 8))
 
+    # SIGTERM, or SIGINT where a background job started it ignored, take the cluster down as an error does
+    kai_scale.cleanup_on_sigterm()
     if args.bulk_fractions:
         return bulk_main(args)
     sizes = [] if args.fractions_only else sorted(set(n for n in (8, 32) if n < args.nodes) | {args.nodes})
