@@ -178,10 +178,22 @@ class Fleet(object):
         return started
 
     def clear(self, namespace, timeout):
-        """Delete every pod of the namespace and wait until they are gone."""
-        self.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+        """Delete every pod of the namespace and wait until they are gone. Thousands of pods take the
+        API server longer than its request timeout (a 504, while it goes on deleting): the call is
+        made again every 30 s while pods are left."""
+        from kubernetes.client.rest import ApiException
         deadline = time.monotonic() + timeout
-        while self.pods(namespace) and time.monotonic() < deadline:
+        asked = 0.0
+        while time.monotonic() < deadline:
+            if time.monotonic() - asked >= 30:
+                asked = time.monotonic()
+                try:
+                    self.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+                except ApiException as error:
+                    if error.status != 504:
+                        raise
+            if not self.pods(namespace):
+                return
             time.sleep(1)
 
 
